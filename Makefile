@@ -1,0 +1,48 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both set themselves up.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+UV_VERSION := 0.13.8
+SYNCED := $(VENV)/.synced
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: setup demo test test-fast lint format web explain bench clean
+
+setup: $(SYNCED)
+
+$(SYNCED): pyproject.toml uv.lock
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(VENV)/bin/uv --version 2>/dev/null | grep -q $(UV_VERSION) || $(VENV)/bin/pip install -q uv==$(UV_VERSION)
+	$(VENV)/bin/uv sync --frozen --inexact
+	@touch $@
+
+demo: setup web
+	$(VENV)/bin/codity db demo
+	$(VENV)/bin/codity up
+
+test: setup web
+	$(PY) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+format: setup
+	$(VENV)/bin/ruff check --fix src tests bench
+	$(VENV)/bin/ruff format src tests bench
+
+# The dashboard: built when web/ exists and its sources changed since the last build.
+web:
+	@if [ -f web/package.json ]; then $(MAKE) --no-print-directory web/dist/index.html; fi
+
+web/dist/index.html: $(shell find web/src web/index.html web/package.json web/package-lock.json 2>/dev/null)
+	cd web && npm ci --no-audit --no-fund && npm run build
+
+explain: setup
+	$(VENV)/bin/codity db explain
+
+clean:
+	rm -rf $(VENV) web/node_modules web/dist

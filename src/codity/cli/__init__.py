@@ -1,0 +1,20 @@
+"""The `codity` command line. Each command group lives in a module of its own."""
+
+from __future__ import annotations
+
+import typer
+
+from codity.cli import db as db_commands
+
+app = typer.Typer(
+    name="codity",
+    help="Codity Scheduler: a distributed job scheduler on PostgreSQL.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(db_commands.app, name="db")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,1 @@
+"""Database layer: schema, migrations, connections, named SQL, seed and EXPLAIN harness."""

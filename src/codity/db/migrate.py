@@ -1,0 +1,77 @@
+"""Migrations as functions: upgrade, downgrade, and the question 'is this database at head?'."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from codity.db.dsn import plain_dsn, sqlalchemy_url
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def alembic_config(database_url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", sqlalchemy_url(database_url).replace("%", "%%"))
+    return cfg
+
+
+def _in_thread(fn: object, *args: object) -> None:
+    """Alembic's env.py calls asyncio.run(); keep it off any loop the caller is running."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn(*args)  # type: ignore[operator]
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if errors:
+        raise errors[0]
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    _in_thread(command.upgrade, alembic_config(database_url), revision)
+
+
+def downgrade(database_url: str, revision: str = "base") -> None:
+    _in_thread(command.downgrade, alembic_config(database_url), revision)
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(alembic_config("postgresql://localhost/x"))
+    head = script.get_current_head()
+    assert head is not None
+    return head
+
+
+async def current_revision(database_url: str) -> str | None:
+    import asyncpg
+
+    conn = await asyncpg.connect(plain_dsn(database_url))
+    try:
+        exists = await conn.fetchval("SELECT to_regclass('public.alembic_version') IS NOT NULL")
+        if not exists:
+            return None
+        rev: str | None = await conn.fetchval("SELECT version_num FROM alembic_version")
+        return rev
+    finally:
+        await conn.close()
+
+
+def is_at_head(database_url: str) -> bool:
+    return asyncio.run(current_revision(database_url)) == head_revision()
+
+
+__all__ = ["MigrationContext", "current_revision", "downgrade", "head_revision", "upgrade"]

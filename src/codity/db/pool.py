@@ -1,0 +1,57 @@
+"""asyncpg connections and pools, with jsonb decoded to Python values on the way in and out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from codity.db.dsn import plain_dsn, redact
+from codity.domain.errors import DatabaseUnavailableError
+
+#: How long to wait for a first connection before saying the database is unreachable.
+CONNECT_TIMEOUT_S = 5.0
+
+
+async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
+    for type_name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+        )
+
+
+async def connect(url: str, *, application_name: str = "codity") -> asyncpg.Connection[Any]:
+    """One connection; raises `DatabaseUnavailableError` with a readable message on failure."""
+    try:
+        conn: asyncpg.Connection[Any] = await asyncpg.connect(
+            plain_dsn(url),
+            timeout=CONNECT_TIMEOUT_S,
+            server_settings={"application_name": application_name},
+        )
+    except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+        raise DatabaseUnavailableError(
+            f"cannot connect to PostgreSQL at {redact(url)}: {exc}"
+        ) from exc
+    await _init_connection(conn)
+    return conn
+
+
+async def create_pool(
+    url: str, *, min_size: int = 1, max_size: int = 10, application_name: str = "codity"
+) -> asyncpg.Pool[Any]:
+    """A pool; raises `DatabaseUnavailableError` with a readable message on failure."""
+    try:
+        pool: asyncpg.Pool[Any] = await asyncpg.create_pool(
+            plain_dsn(url),
+            min_size=min_size,
+            max_size=max_size,
+            init=_init_connection,
+            timeout=CONNECT_TIMEOUT_S,
+            server_settings={"application_name": application_name},
+        )
+    except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+        raise DatabaseUnavailableError(
+            f"cannot connect to PostgreSQL at {redact(url)}: {exc}"
+        ) from exc
+    return pool

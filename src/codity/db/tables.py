@@ -1,0 +1,567 @@
+"""The whole schema as SQLAlchemy Core tables. Alembic migrations are written from this file.
+
+Conventions: ownership cascades down (organization -> project -> queue -> job -> executions);
+references that are history rather than ownership (a worker, an author) are SET NULL so that
+deleting them never deletes what happened. `docs/DATABASE.md` explains each decision.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Enum,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import INET, JSONB, UUID
+
+from codity.domain.states import (
+    BackoffStrategy,
+    ExecutionStatus,
+    JobStatus,
+    MemberRole,
+    WorkerStatus,
+)
+
+#: The payload cap, enforced by a CHECK so no code path can store more.
+MAX_PAYLOAD_BYTES = 65_536
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _enum(py_enum: type, name: str) -> Enum:
+    return Enum(py_enum, name=name, values_callable=lambda e: [m.value for m in e])
+
+
+job_status = _enum(JobStatus, "job_status")
+member_role = _enum(MemberRole, "member_role")
+backoff_strategy = _enum(BackoffStrategy, "backoff_strategy")
+worker_status = _enum(WorkerStatus, "worker_status")
+execution_status = _enum(ExecutionStatus, "execution_status")
+
+
+def _uuid_pk() -> Column[object]:
+    return Column("id", UUID(as_uuid=True), primary_key=True, server_default=func.gen_random_uuid())
+
+
+def _created_at() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+organizations = Table(
+    "organizations",
+    metadata,
+    _uuid_pk(),
+    Column("name", Text, nullable=False),
+    Column("slug", Text, nullable=False, unique=True),
+    _created_at(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    _uuid_pk(),
+    Column("email", Text, nullable=False),
+    Column("password_hash", Text, nullable=False),
+    Column("display_name", Text, nullable=True),
+    Column("is_active", Boolean, nullable=False, server_default=text("true")),
+    _created_at(),
+    Column("last_login_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("email = lower(email)", name="email_lowercase"),
+    UniqueConstraint("email"),
+)
+
+memberships = Table(
+    "memberships",
+    metadata,
+    Column(
+        "org_id",
+        UUID(as_uuid=True),
+        ForeignKey("organizations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "user_id", UUID(as_uuid=True), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("role", member_role, nullable=False),
+    _created_at(),
+    PrimaryKeyConstraint("org_id", "user_id"),
+    Index("ix_memberships_user_id", "user_id"),
+)
+
+invitations = Table(
+    "invitations",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "org_id",
+        UUID(as_uuid=True),
+        ForeignKey("organizations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("email", Text, nullable=False),
+    Column("role", member_role, nullable=False),
+    Column(
+        "invited_by", UUID(as_uuid=True), ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    ),
+    _created_at(),
+    Column("accepted_at", DateTime(timezone=True), nullable=True),
+    UniqueConstraint("org_id", "email"),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "org_id",
+        UUID(as_uuid=True),
+        ForeignKey("organizations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("name", Text, nullable=False),
+    Column("slug", Text, nullable=False),
+    _created_at(),
+    UniqueConstraint("org_id", "slug"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "project_id",
+        UUID(as_uuid=True),
+        ForeignKey("projects.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("name", Text, nullable=False),
+    Column("prefix", Text, nullable=False),  # first characters, shown in lists to tell keys apart
+    Column("key_hash", LargeBinary, nullable=False, unique=True),  # SHA-256 of the secret
+    Column("role", member_role, nullable=False),
+    Column(
+        "created_by", UUID(as_uuid=True), ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    ),
+    _created_at(),
+    Column("last_used_at", DateTime(timezone=True), nullable=True),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    Column("expires_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("octet_length(key_hash) = 32", name="sha256_length"),
+    Index("ix_api_keys_project_id", "project_id"),
+)
+
+refresh_tokens = Table(
+    "refresh_tokens",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "user_id", UUID(as_uuid=True), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("family_id", UUID(as_uuid=True), nullable=False),
+    Column("token_hash", LargeBinary, nullable=False, unique=True),
+    Column("issued_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "rotated_at", DateTime(timezone=True), nullable=True
+    ),  # set when exchanged for a new one
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    Column("user_agent", Text, nullable=True),
+    Column("ip", INET, nullable=True),
+    Index("ix_refresh_tokens_family_id", "family_id"),
+    Index("ix_refresh_tokens_user_id", "user_id"),
+)
+
+retry_policies = Table(
+    "retry_policies",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "project_id",
+        UUID(as_uuid=True),
+        ForeignKey("projects.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("name", Text, nullable=False),
+    Column("strategy", backoff_strategy, nullable=False),
+    Column("base_delay_ms", Integer, nullable=False),
+    Column("max_delay_ms", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("jitter", Boolean, nullable=False, server_default=text("true")),
+    _created_at(),
+    UniqueConstraint("project_id", "name"),
+    CheckConstraint("base_delay_ms >= 0 AND max_delay_ms >= base_delay_ms", name="delays"),
+    CheckConstraint("max_attempts BETWEEN 1 AND 100", name="max_attempts_range"),
+)
+
+queues = Table(
+    "queues",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "project_id",
+        UUID(as_uuid=True),
+        ForeignKey("projects.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("name", Text, nullable=False),
+    Column("description", Text, nullable=True),
+    Column("priority", SmallInteger, nullable=False, server_default=text("0")),
+    Column(
+        "concurrency_limit", Integer, nullable=True
+    ),  # max running across all workers; NULL = no limit
+    Column("is_paused", Boolean, nullable=False, server_default=text("false")),
+    Column(
+        "retry_policy_id",
+        UUID(as_uuid=True),
+        ForeignKey("retry_policies.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("default_max_attempts", Integer, nullable=False, server_default=text("3")),
+    Column("default_timeout_ms", Integer, nullable=True),
+    Column(
+        "rate_limit_per_minute", Integer, nullable=True
+    ),  # enqueue ceiling for this queue; NULL = project default
+    _created_at(),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    UniqueConstraint("project_id", "name"),
+    CheckConstraint(
+        "concurrency_limit IS NULL OR concurrency_limit > 0", name="concurrency_limit_positive"
+    ),
+    CheckConstraint("default_max_attempts BETWEEN 1 AND 100", name="default_max_attempts_range"),
+    CheckConstraint(
+        "default_timeout_ms IS NULL OR default_timeout_ms > 0", name="default_timeout_positive"
+    ),
+    CheckConstraint("name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'", name="name_format"),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    _uuid_pk(),
+    Column("hostname", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("capacity", Integer, nullable=False),
+    Column("queue_names", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    Column("status", worker_status, nullable=False, server_default=text("'active'")),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # Denormalised on purpose: the sweep reads it every tick; MAX() over history would not scale.
+    Column("last_heartbeat_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column(
+        "stopped_at", DateTime(timezone=True), nullable=True
+    ),  # set on stop or death: freezes uptime
+    Column("in_flight", Integer, nullable=False, server_default=text("0")),
+    Index(
+        "ix_workers_alive_heartbeat",
+        "last_heartbeat_at",
+        postgresql_where=text("status IN ('active', 'draining')"),
+    ),
+)
+
+# Which queues a worker serves: lets the API show each tenant only the workers on its queues.
+worker_queues = Table(
+    "worker_queues",
+    metadata,
+    Column(
+        "worker_id",
+        UUID(as_uuid=True),
+        ForeignKey("workers.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    PrimaryKeyConstraint("worker_id", "queue_id"),
+    Index("ix_worker_queues_queue_id", "queue_id"),
+)
+
+# Compact heartbeat history: one row per worker per minute, upserted, instead of a row per beat.
+worker_heartbeats = Table(
+    "worker_heartbeats",
+    metadata,
+    Column(
+        "worker_id",
+        UUID(as_uuid=True),
+        ForeignKey("workers.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("minute", DateTime(timezone=True), nullable=False),
+    Column("beats", Integer, nullable=False, server_default=text("1")),
+    Column("max_in_flight", Integer, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("worker_id", "minute"),
+)
+
+scheduled_jobs = Table(
+    "scheduled_jobs",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("name", Text, nullable=False),
+    Column("cron_expression", Text, nullable=False),
+    Column("timezone", Text, nullable=False, server_default=text("'UTC'")),
+    Column("handler", Text, nullable=False),
+    Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("priority", SmallInteger, nullable=False, server_default=text("0")),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("next_run_at", DateTime(timezone=True), nullable=False),
+    Column("last_run_at", DateTime(timezone=True), nullable=True),
+    Column(
+        "last_job_id",
+        BigInteger,
+        ForeignKey("jobs.id", ondelete="SET NULL", use_alter=True),
+        nullable=True,
+    ),
+    Column(
+        "created_by", UUID(as_uuid=True), ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    ),
+    _created_at(),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    UniqueConstraint("queue_id", "name"),
+    CheckConstraint(f"octet_length(payload::text) <= {MAX_PAYLOAD_BYTES}", name="payload_size"),
+    Index("ix_scheduled_jobs_due", "next_run_at", postgresql_where=text("enabled")),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("handler", Text, nullable=False),
+    Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("status", job_status, nullable=False),
+    Column("priority", SmallInteger, nullable=False, server_default=text("0")),
+    Column("run_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("max_attempts", Integer, nullable=False),
+    Column(
+        "retry_policy_id",
+        UUID(as_uuid=True),
+        ForeignKey("retry_policies.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("timeout_ms", Integer, nullable=True),
+    Column("idempotency_key", Text, nullable=True),
+    Column("batch_id", UUID(as_uuid=True), nullable=True),
+    Column(
+        "schedule_id",
+        UUID(as_uuid=True),
+        ForeignKey("scheduled_jobs.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("pending_dependencies", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "worker_id",
+        UUID(as_uuid=True),
+        ForeignKey("workers.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("lock_expires_at", DateTime(timezone=True), nullable=True),
+    # Monotonic identity of the current/last attempt; `attempt` is accounting and may repeat.
+    Column("execution_seq", Integer, nullable=False, server_default=text("0")),
+    Column("cancel_requested_at", DateTime(timezone=True), nullable=True),
+    Column("result", JSONB, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("progress", SmallInteger, nullable=True),
+    Column("progress_message", Text, nullable=True),
+    _created_at(),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    UniqueConstraint("queue_id", "idempotency_key"),
+    CheckConstraint(f"octet_length(payload::text) <= {MAX_PAYLOAD_BYTES}", name="payload_size"),
+    CheckConstraint("max_attempts BETWEEN 1 AND 100", name="max_attempts_range"),
+    CheckConstraint("attempt >= 0 AND attempt <= max_attempts", name="attempt_range"),
+    CheckConstraint("execution_seq >= 0", name="execution_seq_nonnegative"),
+    CheckConstraint("timeout_ms IS NULL OR timeout_ms > 0", name="timeout_positive"),
+    CheckConstraint("progress IS NULL OR progress BETWEEN 0 AND 100", name="progress_range"),
+    CheckConstraint("pending_dependencies >= 0", name="pending_dependencies_nonnegative"),
+    CheckConstraint(
+        "status NOT IN ('claimed', 'running') OR (worker_id IS NOT NULL AND lock_expires_at IS NOT NULL)",
+        name="leased_has_owner",
+    ),
+    # The claim index: columns match the claim's ORDER BY term for term, so no Sort node.
+    Index(
+        "idx_jobs_claim",
+        "queue_id",
+        text("priority DESC"),
+        "run_at",
+        "id",
+        postgresql_where=text("status = 'queued'"),
+    ),
+    Index("idx_jobs_scheduled_due", "run_at", postgresql_where=text("status = 'scheduled'")),
+    Index(
+        "idx_jobs_lease_expiry",
+        "lock_expires_at",
+        postgresql_where=text("status IN ('claimed', 'running')"),
+    ),
+    Index(
+        "idx_jobs_worker_leased",
+        "worker_id",
+        postgresql_where=text("status IN ('claimed', 'running')"),
+    ),
+    Index("idx_jobs_queue_status_id", "queue_id", "status", text("id DESC")),
+    Index("idx_jobs_batch", "batch_id", postgresql_where=text("batch_id IS NOT NULL")),
+    Index("idx_jobs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
+    # Hot table: leave room on each page for HOT updates as a job moves through its states.
+    postgresql_with={
+        "fillfactor": "80",
+        "autovacuum_vacuum_scale_factor": "0.02",
+        "autovacuum_analyze_scale_factor": "0.02",
+    },
+)
+
+job_dependencies = Table(
+    "job_dependencies",
+    metadata,
+    Column("job_id", BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("depends_on_id", BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    PrimaryKeyConstraint("job_id", "depends_on_id"),
+    CheckConstraint("job_id <> depends_on_id", name="not_self"),
+    Index("ix_job_dependencies_depends_on_id", "depends_on_id"),
+)
+
+job_executions = Table(
+    "job_executions",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("job_id", BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    # Denormalised from jobs so per-queue throughput needs no join over history.
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("execution_seq", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column(
+        "worker_id",
+        UUID(as_uuid=True),
+        ForeignKey("workers.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("status", execution_status, nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("error", Text, nullable=True),
+    Column("traceback", Text, nullable=True),
+    UniqueConstraint("job_id", "execution_seq"),
+    Index("ix_job_executions_queue_finished", "queue_id", "finished_at"),
+    Index("ix_job_executions_worker_id", "worker_id"),
+)
+
+job_logs = Table(
+    "job_logs",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("job_id", BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("execution_seq", Integer, nullable=False),
+    Column("level", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("fields", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    _created_at(),
+    CheckConstraint("octet_length(message) <= 4096", name="message_size"),
+    Index("ix_job_logs_job_id", "job_id", "id"),
+    Index("ix_job_logs_created_at", "created_at"),
+)
+
+dead_letter_jobs = Table(
+    "dead_letter_jobs",
+    metadata,
+    _uuid_pk(),
+    # SET NULL: the dead letter keeps its own copy and survives the original being purged.
+    Column("job_id", BigInteger, ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True),
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("handler", Text, nullable=False),
+    Column("payload", JSONB, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("failed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("replayed_at", DateTime(timezone=True), nullable=True),
+    Column("replay_count", Integer, nullable=False, server_default=text("0")),
+    CheckConstraint(f"octet_length(payload::text) <= {MAX_PAYLOAD_BYTES}", name="payload_size"),
+    Index(
+        "ix_dead_letter_jobs_queue_pending",
+        "queue_id",
+        text("failed_at DESC"),
+        postgresql_where=text("replayed_at IS NULL"),
+    ),
+    Index("ix_dead_letter_jobs_job_id", "job_id"),
+)
+
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column(
+        "org_id",
+        UUID(as_uuid=True),
+        ForeignKey("organizations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "project_id",
+        UUID(as_uuid=True),
+        ForeignKey("projects.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column(
+        "actor_user_id",
+        UUID(as_uuid=True),
+        ForeignKey("users.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column(
+        "actor_api_key_id",
+        UUID(as_uuid=True),
+        ForeignKey("api_keys.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("action", Text, nullable=False),
+    Column("target_type", Text, nullable=True),
+    Column("target_id", Text, nullable=True),
+    Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("request_id", Text, nullable=True),
+    Column("ip", INET, nullable=True),
+    _created_at(),
+    Index("ix_audit_events_org_created", "org_id", text("created_at DESC")),
+)
+
+# Fixed-window counters for rate limits, kept in PostgreSQL (no Redis).
+rate_limit_buckets = Table(
+    "rate_limit_buckets",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("window_start", DateTime(timezone=True), nullable=False),
+    Column("count", Integer, nullable=False, server_default=text("0")),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index("ix_rate_limit_buckets_expires_at", "expires_at"),
+)

@@ -1,0 +1,112 @@
+"""One typed settings object, read from the environment and `.env`.
+
+Every knob the services share lives here so that a value has one name, one default and one
+unit. Durations are integers in milliseconds, as in the reference's environment table.
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Secrets shipped in `.env.example`; accepted for local development, refused in production.
+INSECURE_SECRET_PREFIX = "dev-insecure-"  # noqa: S105 - a marker, not a secret
+
+#: Where local state lives: the embedded PostgreSQL cluster, generated secrets, the SMTP outbox.
+STATE_DIR = Path(".codity")
+
+
+def _dev_secret(name: str) -> str:
+    """A per-checkout secret for local development, generated once and kept under `.codity/`.
+
+    Generating (rather than shipping a constant) means two developers' tokens never verify
+    against each other's servers, and nothing secret is ever committed.
+    """
+    path = STATE_DIR / "secrets" / name
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        value = INSECURE_SECRET_PREFIX + secrets.token_urlsafe(32)
+        path.write_text(value)
+        path.chmod(0o600)
+        return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_file_encoding="utf-8")
+
+    environment: Literal["development", "test", "production"] = Field(
+        default="development", alias="CODITY_ENV"
+    )
+    database_url: str | None = Field(default=None, alias="DATABASE_URL")
+
+    jwt_secret: str = Field(default="", alias="JWT_SECRET")
+    jwt_refresh_secret: str = Field(default="", alias="JWT_REFRESH_SECRET")
+    access_token_ttl_s: int = Field(default=15 * 60, alias="ACCESS_TOKEN_TTL_S", gt=0)
+    refresh_token_ttl_s: int = Field(default=7 * 24 * 3600, alias="REFRESH_TOKEN_TTL_S", gt=0)
+
+    worker_capacity: int = Field(default=5, alias="WORKER_CAPACITY", gt=0)
+    worker_poll_interval_ms: int = Field(default=500, alias="WORKER_POLL_INTERVAL_MS", gt=0)
+    worker_heartbeat_ms: int = Field(default=5000, alias="WORKER_HEARTBEAT_MS", gt=0)
+    worker_lease_ms: int = Field(default=30000, alias="WORKER_LEASE_MS", gt=0)
+    shutdown_grace_ms: int = Field(default=30000, alias="SHUTDOWN_GRACE_MS", ge=0)
+
+    scheduler_tick_ms: int = Field(default=10000, alias="SCHEDULER_TICK_MS", gt=0)
+    dead_worker_after_ms: int = Field(default=60000, alias="DEAD_WORKER_AFTER_MS", gt=0)
+    retention_completed_hours: int = Field(default=24 * 7, alias="RETENTION_COMPLETED_HOURS", gt=0)
+    retention_logs_hours: int = Field(default=24 * 7, alias="RETENTION_LOGS_HOURS", gt=0)
+
+    http_handler_allowlist: str = Field(default="", alias="HTTP_HANDLER_ALLOWLIST")
+    smtp_url: str | None = Field(default=None, alias="SMTP_URL")
+
+    api_host: str = Field(default="127.0.0.1", alias="API_HOST")
+    api_port: int = Field(default=3000, alias="API_PORT")
+    web_port: int = Field(default=5173, alias="WEB_PORT")
+    cors_origins: str = Field(
+        default="http://localhost:5173,http://127.0.0.1:5173", alias="CORS_ORIGINS"
+    )
+    max_request_body_bytes: int = Field(default=1_048_576, alias="MAX_REQUEST_BODY_BYTES", gt=0)
+
+    rate_limit_login_failures: int = Field(default=5, alias="RATE_LIMIT_LOGIN_FAILURES")
+    rate_limit_login_window_s: int = Field(default=900, alias="RATE_LIMIT_LOGIN_WINDOW_S")
+    rate_limit_auth_per_minute: int = Field(default=60, alias="RATE_LIMIT_AUTH_PER_MINUTE")
+    rate_limit_enqueue_per_minute: int = Field(default=1000, alias="RATE_LIMIT_ENQUEUE_PER_MINUTE")
+
+    log_level: str = Field(default="INFO", alias="LOG_LEVEL")
+    log_format: Literal["auto", "console", "json"] = Field(default="auto", alias="LOG_FORMAT")
+
+    @model_validator(mode="after")
+    def _secrets(self) -> Settings:
+        for name in ("jwt_secret", "jwt_refresh_secret"):
+            value: str = getattr(self, name)
+            if self.environment == "production":
+                if not value or value.startswith(INSECURE_SECRET_PREFIX) or len(value) < 32:
+                    raise ValueError(
+                        f"{name.upper()} must be set to a random value of at least 32 characters "
+                        "in production (generate one with: python -c "
+                        "'import secrets; print(secrets.token_urlsafe(32))')"
+                    )
+            elif not value:
+                setattr(self, name, _dev_secret(name))
+        return self
+
+    @property
+    def allowlist_hosts(self) -> frozenset[str]:
+        return frozenset(
+            h.strip().lower() for h in self.http_handler_allowlist.split(",") if h.strip()
+        )
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
