@@ -1,0 +1,93 @@
+"""codity.core: every change of a job's state goes through here.
+
+The worker, the scheduler and the API call these functions; they never write job-state SQL of
+their own. Each takes `conn`, an asyncpg Connection or Pool. The hot-path SQL lives in
+`codity/db/sql/*.sql`; `docs/CONCURRENCY.md` explains the protocol and names the test that
+proves each guarantee.
+"""
+
+from __future__ import annotations
+
+from codity.core.claim import ClaimedJob, claim
+from codity.core.connection import Conn, transaction
+from codity.core.cron import materialise_cron, occurrence_key
+from codity.core.dlq import discard_dead_letters, replay_dead_letters, replay_queue_dead_letters
+from codity.core.enqueue import (
+    NOTIFY_CHANNEL,
+    EnqueuedJob,
+    NewJob,
+    enqueue,
+    enqueue_many,
+    notify_queues,
+)
+from codity.core.fence import BatchResult, Fence
+from codity.core.lease import (
+    HeartbeatResult,
+    LogEntry,
+    append_logs,
+    heartbeat,
+    mark_running,
+    report_progress,
+)
+from codity.core.maintenance import (
+    PruneResult,
+    promote_due,
+    prune,
+    reap_expired,
+    sweep_dead_workers,
+)
+from codity.core.operations import cancel_job, retry_job
+from codity.core.outcomes import Completion, Failure, complete, fail, release
+from codity.core.queues import (
+    QueueInfo,
+    pause_queue,
+    resolve_queue,
+    resolve_worker_queues,
+    resume_queue,
+)
+from codity.core.workers import register_worker, set_worker_status
+
+__all__ = [
+    "NOTIFY_CHANNEL",
+    "BatchResult",
+    "ClaimedJob",
+    "Completion",
+    "Conn",
+    "EnqueuedJob",
+    "Failure",
+    "Fence",
+    "HeartbeatResult",
+    "LogEntry",
+    "NewJob",
+    "PruneResult",
+    "QueueInfo",
+    "append_logs",
+    "cancel_job",
+    "claim",
+    "complete",
+    "discard_dead_letters",
+    "enqueue",
+    "enqueue_many",
+    "fail",
+    "heartbeat",
+    "mark_running",
+    "materialise_cron",
+    "notify_queues",
+    "occurrence_key",
+    "pause_queue",
+    "promote_due",
+    "prune",
+    "reap_expired",
+    "register_worker",
+    "release",
+    "replay_dead_letters",
+    "replay_queue_dead_letters",
+    "report_progress",
+    "resolve_queue",
+    "resolve_worker_queues",
+    "resume_queue",
+    "retry_job",
+    "set_worker_status",
+    "sweep_dead_workers",
+    "transaction",
+]

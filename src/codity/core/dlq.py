@@ -1,0 +1,70 @@
+"""The dead-letter queue: jobs that ran out of attempts, with a copy of what they were.
+
+Replay puts the original job back to 'queued' with a fresh attempt budget (its next claim gets a
+new execution_seq); if the original was purged, a new job is enqueued from the copy. Discard
+deletes the dead letter only (the job row, if any, stays as history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from codity.core.connection import Conn, transaction
+from codity.core.enqueue import NewJob, _enqueue_rows, notify_queues
+from codity.db.queries import sql
+from codity.domain.errors import NotFoundError
+from codity.domain.states import JobStatus
+
+
+async def replay_dead_letters(conn: Conn, dead_letter_ids: Sequence[UUID]) -> list[int]:
+    """Re-queue the jobs of these dead letters; returns the job ids now queued.
+
+    Raises NotFoundError (writing nothing) when an id is unknown. A dead letter whose job has
+    already left the dead_letter state (replayed before and running again) is skipped.
+    """
+    wanted = list(dict.fromkeys(dead_letter_ids))
+    if not wanted:
+        return []
+    async with transaction(conn) as tx:
+        rows = await tx.fetch(sql("lock_dead_letters"), wanted)
+        unknown = sorted(set(map(str, wanted)) - {str(r["id"]) for r in rows})
+        if unknown:
+            raise NotFoundError(
+                f"no dead letter with id {', '.join(unknown)}", details={"ids": unknown}
+            )
+        requeue = sorted({r["job_id"] for r in rows if r["job_status"] == JobStatus.DEAD_LETTER})
+        replayed_rows = [r for r in rows if r["job_status"] == JobStatus.DEAD_LETTER]
+        queued: list[int] = []
+        if requeue:
+            moved = await tx.fetch(sql("requeue_job"), requeue)
+            queued.extend(r["id"] for r in moved)
+        new_ids: list[int | None] = [None] * len(replayed_rows)
+        for r in rows:
+            if r["job_id"] is None:  # the original was purged: enqueue afresh from the copy
+                (job,) = await _enqueue_rows(
+                    tx, r["queue_id"], [NewJob(handler=r["handler"], payload=r["payload"])]
+                )
+                queued.append(job.id)
+                replayed_rows.append(r)
+                new_ids.append(job.id)
+        if replayed_rows:
+            await tx.execute(
+                sql("mark_dead_letter_rows_replayed"), [r["id"] for r in replayed_rows], new_ids
+            )
+        await notify_queues(tx, sorted({r["queue_id"] for r in replayed_rows}))
+    return queued
+
+
+async def replay_queue_dead_letters(conn: Conn, queue_id: UUID) -> list[int]:
+    """Replay every not-yet-replayed dead letter of a queue."""
+    ids = [r["id"] for r in await conn.fetch(sql("pending_dead_letters_of_queue"), queue_id)]
+    return await replay_dead_letters(conn, ids)
+
+
+async def discard_dead_letters(conn: Conn, dead_letter_ids: Sequence[UUID]) -> int:
+    """Delete dead letters; returns how many were deleted."""
+    if not dead_letter_ids:
+        return 0
+    status = await conn.execute(sql("discard_dead_letters"), list(dead_letter_ids))
+    return int(status.rsplit(" ", 1)[-1])

@@ -1,0 +1,92 @@
+"""Leases after the claim: start, heartbeat, progress and logs, all fenced.
+
+One heartbeat statement per worker extends every lease it holds; it also tells the worker which
+of its jobs an operator asked to cancel, so cancellation needs no extra polling.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+from uuid import UUID
+
+from codity.core.connection import Conn
+from codity.core.fence import BatchResult, Fence, fence_arrays
+from codity.db.queries import sql
+from codity.domain.errors import ValidationError
+
+#: job_logs.message has a CHECK of 4096 bytes; longer lines are cut, not rejected.
+MAX_LOG_MESSAGE_BYTES: Final = 4096
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    extended: int
+    cancel_requested: list[int]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    level: str
+    message: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    at: datetime | None = None
+
+
+async def mark_running(conn: Conn, fences: Sequence[Fence]) -> BatchResult:
+    """claimed -> running for each fenced job (the handler is starting)."""
+    if not fences:
+        return BatchResult([], [])
+    ids, workers, seqs = fence_arrays(fences)
+    rows = await conn.fetch(sql("mark_running"), ids, workers, seqs)
+    return BatchResult.split(ids, [r["id"] for r in rows])
+
+
+async def heartbeat(
+    conn: Conn, worker_id: UUID, lease_ms: int, in_flight: int = 0
+) -> HeartbeatResult:
+    """Extend every lease `worker_id` holds to now + lease_ms, in one statement."""
+    if lease_ms <= 0:
+        raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
+    row = await conn.fetchrow(sql("heartbeat"), worker_id, lease_ms, max(in_flight, 0))
+    return HeartbeatResult(extended=row["extended"], cancel_requested=list(row["cancel_requested"]))
+
+
+async def report_progress(conn: Conn, fence: Fence, pct: int, message: str | None = None) -> bool:
+    """Record progress (0-100). False when the lease is lost (nothing written)."""
+    if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
+        raise ValidationError(f"progress must be an integer from 0 to 100, got {pct!r}")
+    row = await conn.fetchval(
+        sql("report_progress"), fence.job_id, fence.worker_id, fence.execution_seq, pct, message
+    )
+    return row is not None
+
+
+def _jsonable(fields: dict[str, Any]) -> Any:
+    # Handler log fields are arbitrary; anything JSON cannot hold is stored as its str().
+    return json.loads(json.dumps(fields or {}, default=str))
+
+
+def _clip(message: str) -> str:
+    raw = message.encode()
+    if len(raw) <= MAX_LOG_MESSAGE_BYTES:
+        return message
+    return raw[: MAX_LOG_MESSAGE_BYTES - 3].decode(errors="ignore") + "..."
+
+
+async def append_logs(conn: Conn, fence: Fence, entries: Sequence[LogEntry]) -> bool:
+    """Store a handler's log lines for this execution. False when the lease is lost."""
+    row = await conn.fetchrow(
+        sql("append_logs"),
+        fence.job_id,
+        fence.worker_id,
+        fence.execution_seq,
+        [e.level for e in entries],
+        [_clip(e.message) for e in entries],
+        [_jsonable(e.fields) for e in entries],
+        [e.at for e in entries],
+    )
+    return bool(row["held"])

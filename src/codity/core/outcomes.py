@@ -1,0 +1,133 @@
+"""How an attempt ends: complete, fail (retry or dead-letter), or release (graceful drain).
+
+Each takes many jobs at once, so a worker can flush finished jobs in batches: one statement
+updates the jobs and writes their execution rows. Every write is fenced; jobs whose lease was
+lost come back in `BatchResult.lease_lost` and nothing changes for them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from codity.core.connection import Conn, transaction
+from codity.core.dependencies import cancel_dependants, release_dependants
+from codity.core.enqueue import notify_queues
+from codity.core.fence import BatchResult, Fence, fence_arrays
+from codity.db.queries import sql
+from codity.domain.backoff import DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, backoff_delay_ms
+from codity.domain.states import BackoffStrategy, ExecutionStatus, JobStatus, assert_transition
+
+FailureKind = Literal["error", "timeout", "cancelled", "unknown_handler"]
+
+
+@dataclass(frozen=True)
+class Completion:
+    fence: Fence
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    fence: Fence
+    error: str
+    traceback: str | None = None
+    kind: FailureKind = "error"
+
+
+def _dedupe(items: Sequence[Any]) -> list[Any]:
+    # One outcome per job per call: a job listed twice would otherwise write two executions.
+    seen: dict[int, Any] = {}
+    for item in items:
+        seen.setdefault(item.fence.job_id, item)
+    return list(seen.values())
+
+
+async def complete(conn: Conn, completions: Sequence[Completion]) -> BatchResult:
+    """Mark fenced jobs completed (with their results) and release their dependants."""
+    items = _dedupe(completions)
+    if not items:
+        return BatchResult([], [])
+    ids, workers, seqs = fence_arrays([c.fence for c in items])
+    async with transaction(conn) as tx:
+        rows = await tx.fetch(sql("complete_jobs"), ids, workers, seqs, [c.result for c in items])
+        done = [r["id"] for r in rows]
+        # A separate statement on purpose: see release_dependants in outcomes.sql.
+        await notify_queues(tx, await release_dependants(tx, done))
+    return BatchResult.split(ids, done)
+
+
+def _decide(
+    row: Any, failure: Failure, rng: random.Random | Any
+) -> tuple[JobStatus, int, ExecutionStatus]:
+    """(new job status, retry delay ms, execution status) for one failed attempt."""
+    current = JobStatus(row["status"])
+    if failure.kind == "cancelled":
+        target, delay, ex = JobStatus.CANCELLED, 0, ExecutionStatus.CANCELLED
+    else:
+        ex = ExecutionStatus.TIMED_OUT if failure.kind == "timeout" else ExecutionStatus.FAILED
+        out_of_attempts = row["attempt"] >= row["max_attempts"]
+        if failure.kind == "unknown_handler" or out_of_attempts:
+            target, delay = JobStatus.DEAD_LETTER, 0
+        else:
+            delay = backoff_delay_ms(
+                row["strategy"] or BackoffStrategy.EXPONENTIAL,
+                max(row["attempt"], 1),
+                row["base_delay_ms"] if row["base_delay_ms"] is not None else DEFAULT_BASE_DELAY_MS,
+                row["max_delay_ms"] if row["max_delay_ms"] is not None else DEFAULT_MAX_DELAY_MS,
+                row["jitter"] if row["jitter"] is not None else True,
+                rng,
+            )
+            target = JobStatus.SCHEDULED if delay > 0 else JobStatus.QUEUED
+    assert_transition(current, target)
+    return target, delay, ex
+
+
+async def fail(conn: Conn, failures: Sequence[Failure], *, rng: Any = random) -> BatchResult:
+    """End fenced attempts as failed: retry after backoff while attempts remain, else dead-letter.
+
+    kind="unknown_handler" dead-letters at once (retrying cannot help); kind="cancelled" ends the
+    job as cancelled (the worker stopped it on request); kind="timeout" is retried like an error
+    but its execution row says timed_out. Dependants of dead-lettered/cancelled jobs are cancelled.
+    """
+    items = _dedupe(failures)
+    if not items:
+        return BatchResult([], [])
+    ids, workers, seqs = fence_arrays([f.fence for f in items])
+    by_id = {f.fence.job_id: f for f in items}
+    async with transaction(conn) as tx:
+        locked = await tx.fetch(sql("lock_failing_jobs"), ids, workers, seqs)
+        if not locked:
+            return BatchResult.split(ids, [])
+        decided = [(r, by_id[r["id"]], *_decide(r, by_id[r["id"]], rng)) for r in locked]
+        moved = await tx.fetch(
+            sql("apply_failures"),
+            [r["id"] for r, *_ in decided],
+            [target.value for _, _, target, _, _ in decided],
+            [delay for *_, delay, _ in decided],
+            [f.error for _, f, *_ in decided],
+            [f.traceback for _, f, *_ in decided],
+            [ex.value for *_, ex in decided],
+        )
+        ended = [
+            r["id"] for r in moved if r["status"] in (JobStatus.DEAD_LETTER, JobStatus.CANCELLED)
+        ]
+        await cancel_dependants(tx, ended)
+        await notify_queues(
+            tx, sorted({r["queue_id"] for r in moved if r["status"] == JobStatus.QUEUED})
+        )
+    return BatchResult.split(ids, [r["id"] for r in moved])
+
+
+async def release(conn: Conn, fences: Sequence[Fence]) -> BatchResult:
+    """Graceful drain: give jobs back to the queue without charging the attempt."""
+    unique = list({f.job_id: f for f in fences}.values())
+    if not unique:
+        return BatchResult([], [])
+    ids, workers, seqs = fence_arrays(unique)
+    async with transaction(conn) as tx:
+        rows = await tx.fetch(sql("release_jobs"), ids, workers, seqs)
+        await notify_queues(tx, sorted({r["queue_id"] for r in rows}))
+    return BatchResult.split(ids, [r["id"] for r in rows])

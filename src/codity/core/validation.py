@@ -1,0 +1,92 @@
+"""Checks on what callers hand to core, done before anything is written.
+
+Each failure is a typed `ValidationError` (or `PayloadTooLargeError`) whose message says what
+was wrong, so the API and CLI can show it as is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any, Final
+
+from codity.db.tables import MAX_PAYLOAD_BYTES
+from codity.domain.errors import PayloadTooLargeError, ValidationError
+
+SMALLINT_MIN: Final = -32_768
+SMALLINT_MAX: Final = 32_767
+MAX_ATTEMPTS_LIMIT: Final = 100  # mirrors the CHECK on jobs.max_attempts
+MAX_IDEMPOTENCY_KEY_LEN: Final = 255
+MAX_HANDLER_LEN: Final = 200
+
+
+def payload_size(payload: Any, *, what: str = "payload") -> int:
+    """Bytes of `payload` as JSON; raises if it is not JSON or is over the cap."""
+    try:
+        encoded = json.dumps(payload, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{what} is not JSON-serialisable: {exc}") from exc
+    if len(encoded) > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLargeError(
+            f"{what} is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}",
+            details={"size": len(encoded), "limit": MAX_PAYLOAD_BYTES},
+        )
+    return len(encoded)
+
+
+def check_handler(handler: Any) -> str:
+    if not isinstance(handler, str) or not handler.strip():
+        raise ValidationError("handler must be a non-empty string")
+    if len(handler) > MAX_HANDLER_LEN:
+        raise ValidationError(f"handler name is longer than {MAX_HANDLER_LEN} characters")
+    return handler
+
+
+def check_priority(priority: Any) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ValidationError("priority must be an integer")
+    if not SMALLINT_MIN <= priority <= SMALLINT_MAX:
+        raise ValidationError(f"priority must be between {SMALLINT_MIN} and {SMALLINT_MAX}")
+    return priority
+
+
+def check_when(
+    run_at: datetime | None, delay_s: float | None
+) -> tuple[datetime | None, float | None]:
+    """Returns (run_at, delay_ms)."""
+    if run_at is not None and delay_s is not None:
+        raise ValidationError("give either run_at or delay_s, not both")
+    if run_at is not None and (not isinstance(run_at, datetime) or run_at.tzinfo is None):
+        raise ValidationError("run_at must be a timezone-aware datetime")
+    if delay_s is None:
+        return run_at, None
+    if (
+        isinstance(delay_s, bool)
+        or not isinstance(delay_s, int | float)
+        or not math.isfinite(delay_s)
+    ):
+        raise ValidationError("delay_s must be a finite number of seconds")
+    if delay_s < 0:
+        raise ValidationError(f"delay_s must not be negative, got {delay_s}")
+    return None, float(delay_s) * 1000.0
+
+
+def check_positive(name: str, value: int | None, *, upper: int | None = None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+    if upper is not None and value > upper:
+        raise ValidationError(f"{name} must be at most {upper}, got {value}")
+    return value
+
+
+def check_idempotency_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > MAX_IDEMPOTENCY_KEY_LEN:
+        raise ValidationError(
+            f"idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"
+        )
+    return key

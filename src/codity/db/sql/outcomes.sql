@@ -1,0 +1,146 @@
+-- name: complete_jobs
+-- Flush many finished jobs in ONE statement: fenced update to 'completed' plus the attempt's
+-- execution row (written once, now that the attempt has ended), in the same statement so the
+-- two can never disagree. Jobs whose fence no longer holds are not returned (lease lost).
+-- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[].
+WITH f AS (
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::integer[], $4::jsonb[])
+    AS f(id, worker_id, seq, result)
+),
+done AS (
+  UPDATE jobs j
+  SET status = 'completed', result = f.result, finished_at = now(), updated_at = now(),
+      lock_expires_at = NULL, cancel_requested_at = NULL
+  FROM f
+  WHERE j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+    AND j.status IN ('claimed', 'running')
+  RETURNING j.id, j.queue_id, j.execution_seq, j.attempt, j.worker_id, j.claimed_at, j.started_at
+),
+executions AS (
+  INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status,
+                              claimed_at, started_at)
+  SELECT id, queue_id, execution_seq, attempt, worker_id, 'completed', claimed_at, started_at
+  FROM done
+)
+SELECT id FROM done;
+
+-- name: release_dependants
+-- Jobs waiting on the just-completed $1: one fewer pending dependency each; those reaching 0
+-- become claimable (or scheduled if their run_at is still ahead). Must run as a statement
+-- AFTER the completion, in the same transaction: a fresh snapshot sees dependency rows an
+-- enqueue committed while the completion waited on its share lock.
+-- Parameters: $1 completed job ids bigint[].
+WITH dec AS (
+  SELECT d.job_id, count(*)::integer AS n
+  FROM job_dependencies d
+  WHERE d.depends_on_id = ANY($1::bigint[])
+  GROUP BY d.job_id
+)
+UPDATE jobs j
+SET pending_dependencies = j.pending_dependencies - dec.n,
+    status = (CASE WHEN j.pending_dependencies - dec.n > 0 THEN 'waiting'
+                   WHEN j.run_at > now() THEN 'scheduled'
+                   ELSE 'queued' END)::job_status,
+    updated_at = now()
+FROM dec
+WHERE j.id = dec.job_id AND j.status = 'waiting'
+RETURNING j.id, j.queue_id, j.status::text AS status;
+
+-- name: cancel_dependants
+-- A job was dead-lettered or cancelled: every job that (transitively) waits on it can never
+-- run, so cancel them all. Returns the cancelled ids.
+-- Parameters: $1 job ids bigint[].
+WITH RECURSIVE doomed(id) AS (
+  SELECT d.job_id FROM job_dependencies d WHERE d.depends_on_id = ANY($1::bigint[])
+  UNION
+  SELECT d.job_id FROM job_dependencies d JOIN doomed ON d.depends_on_id = doomed.id
+)
+UPDATE jobs j
+SET status = 'cancelled', finished_at = now(), updated_at = now(),
+    last_error = 'a job it depends on was dead-lettered or cancelled'
+FROM doomed
+WHERE j.id = doomed.id AND j.status IN ('waiting', 'scheduled', 'queued')
+RETURNING j.id;
+
+-- name: lock_failing_jobs
+-- Failures: lock the fenced jobs and read what the retry decision needs (attempts and the
+-- effective retry policy: the job's own, else its queue's). Python computes the backoff with
+-- the one implementation in codity.domain.backoff, then apply_failures writes it.
+-- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[].
+SELECT j.id, j.queue_id, j.attempt, j.max_attempts, j.status::text AS status,
+       rp.strategy::text AS strategy, rp.base_delay_ms, rp.max_delay_ms, rp.jitter
+FROM jobs j
+JOIN unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
+  ON j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+JOIN queues q ON q.id = j.queue_id
+LEFT JOIN retry_policies rp ON rp.id = COALESCE(j.retry_policy_id, q.retry_policy_id)
+WHERE j.status IN ('claimed', 'running')
+ORDER BY j.id
+FOR UPDATE OF j;
+
+-- name: apply_failures
+-- Write the decided outcome of many failed attempts in one statement: the job's new status
+-- (scheduled/queued for a retry after $3 ms, dead_letter, or cancelled), the attempt's
+-- execution row, and a dead-letter copy (handler, payload, error, attempts) for those that
+-- ran out of attempts. Rows were locked by lock_failing_jobs in this transaction.
+-- Parameters: $1 ids bigint[], $2 new statuses text[], $3 delay_ms bigint[], $4 errors text[],
+-- $5 tracebacks text[], $6 execution statuses text[].
+WITH f AS (
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+    AS f(id, status, delay_ms, error, traceback, exec_status)
+),
+moved AS (
+  UPDATE jobs j
+  SET status = f.status::job_status,
+      run_at = CASE WHEN f.status IN ('scheduled', 'queued')
+                    THEN now() + f.delay_ms * interval '1 millisecond' ELSE j.run_at END,
+      last_error = f.error,
+      lock_expires_at = NULL,
+      finished_at = CASE WHEN f.status IN ('dead_letter', 'cancelled') THEN now() END,
+      cancel_requested_at = CASE WHEN f.status = 'cancelled' THEN j.cancel_requested_at END,
+      updated_at = now()
+  FROM f
+  WHERE j.id = f.id
+  RETURNING j.id, j.queue_id, j.handler, j.payload, j.execution_seq, j.attempt, j.worker_id,
+            j.claimed_at, j.started_at, j.status::text AS status, f.error, f.traceback,
+            f.exec_status
+),
+executions AS (
+  INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status,
+                              claimed_at, started_at, error, traceback)
+  SELECT id, queue_id, execution_seq, attempt, worker_id, exec_status::execution_status,
+         claimed_at, started_at, error, traceback
+  FROM moved
+),
+dead AS (
+  INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
+  SELECT id, queue_id, handler, payload, error, attempt FROM moved WHERE status = 'dead_letter'
+)
+SELECT id, queue_id, status FROM moved;
+
+-- name: release_jobs
+-- Graceful drain: give leased jobs back. Back to 'queued' with the attempt NOT charged
+-- (refund: attempt - 1; execution_seq stays, so the next claim gets a new identity), and a
+-- 'released' execution row for the attempt that was interrupted.
+-- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[].
+WITH f AS (
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
+),
+back AS (
+  UPDATE jobs j
+  SET status = 'queued', attempt = GREATEST(j.attempt - 1, 0), lock_expires_at = NULL,
+      progress = NULL, progress_message = NULL, updated_at = now()
+  FROM f
+  WHERE j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+    AND j.status IN ('claimed', 'running')
+  RETURNING j.id, j.queue_id, j.execution_seq, j.attempt + 1 AS attempt, j.worker_id,
+            j.claimed_at, j.started_at
+),
+executions AS (
+  INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status,
+                              claimed_at, started_at, error)
+  SELECT id, queue_id, execution_seq, attempt, worker_id, 'released', claimed_at, started_at,
+         'released by the worker during graceful shutdown'
+  FROM back
+)
+SELECT id, queue_id FROM back;

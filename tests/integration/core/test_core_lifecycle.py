@@ -1,0 +1,194 @@
+"""Claim, run, heartbeat, complete, fail, release: the happy paths and their bookkeeping."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+from tests.factories import make_queue
+from tests.integration.core.helpers import executions, job_row, new_worker
+
+from codity.core import (
+    Completion,
+    Failure,
+    NewJob,
+    claim,
+    complete,
+    enqueue,
+    enqueue_many,
+    fail,
+    heartbeat,
+    mark_running,
+    pause_queue,
+    release,
+    resume_queue,
+)
+from codity.domain.states import JobStatus
+
+LEASE_MS = 30_000
+
+
+async def test_claim_sets_lease_and_identity(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("h", {"k": 1}, timeout_ms=99))
+    (c,) = await claim(db, worker_id, [queue_id], 10, LEASE_MS)
+    assert (c.id, c.handler, c.payload, c.attempt, c.execution_seq, c.timeout_ms) == (
+        job.id,
+        "h",
+        {"k": 1},
+        1,
+        1,
+        99,
+    )
+    assert c.fence.worker_id == worker_id
+    row = await job_row(db, job.id)
+    assert row["status"] == "claimed"
+    assert row["worker_id"] == worker_id
+    lease = await db.fetchval("SELECT extract(epoch FROM lock_expires_at - now()) FROM jobs")
+    assert 25 < lease <= 30
+    assert await claim(db, worker_id, [queue_id], 10, LEASE_MS) == []
+
+
+async def test_claim_order_priority_then_age(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    made = await enqueue_many(db, queue_id, [NewJob("h", priority=p) for p in (0, 5, 0, 9, 5)])
+    got = await claim(db, worker_id, [queue_id], 10, LEASE_MS)
+    ids = [m.id for m in made]
+    assert [g.id for g in got] == [ids[3], ids[1], ids[4], ids[0], ids[2]]
+
+
+async def test_claim_never_exceeds_limit_across_queues(
+    db: asyncpg.Connection[Any], worker_id: uuid.UUID
+) -> None:
+    q1, q2 = await make_queue(db), await make_queue(db)
+    await db.execute("UPDATE queues SET priority = 10 WHERE id = $1", q2)
+    await enqueue_many(db, q1, [NewJob("a") for _ in range(5)])
+    await enqueue_many(db, q2, [NewJob("b") for _ in range(3)])
+    got = await claim(db, worker_id, [q1, q2], 4, LEASE_MS)
+    assert len(got) == 4
+    assert [g.handler for g in got] == ["b", "b", "b", "a"]  # higher-priority queue first
+
+
+async def test_paused_queue_yields_nothing(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    await enqueue(db, queue_id, NewJob("h"))
+    await pause_queue(db, queue_id)
+    assert await claim(db, worker_id, [queue_id], 10, LEASE_MS) == []
+    await resume_queue(db, queue_id)
+    assert len(await claim(db, worker_id, [queue_id], 10, LEASE_MS)) == 1
+
+
+async def test_run_and_complete_writes_one_execution(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    await enqueue_many(db, queue_id, [NewJob("h") for _ in range(3)])
+    jobs = await claim(db, worker_id, [queue_id], 10, LEASE_MS)
+    assert (await mark_running(db, [j.fence for j in jobs])).applied == [j.id for j in jobs]
+    res = await complete(db, [Completion(j.fence, {"ok": j.id}) for j in jobs])
+    assert res.applied == [j.id for j in jobs]
+    assert res.lease_lost == []
+    for j in jobs:
+        row = await job_row(db, j.id)
+        assert row["status"] == "completed"
+        assert row["result"] == {"ok": j.id}
+        assert row["finished_at"] is not None
+        (ex,) = await executions(db, j.id)
+        assert (ex["status"], ex["attempt"], ex["execution_seq"], ex["queue_id"]) == (
+            "completed",
+            1,
+            1,
+            queue_id,
+        )
+        assert ex["started_at"] is not None
+        assert ex["worker_id"] == worker_id
+    # completing twice is a lease loss, not a second execution row
+    again = await complete(db, [Completion(jobs[0].fence)])
+    assert again.lease_lost == [jobs[0].id]
+    assert len(await executions(db, jobs[0].id)) == 1
+
+
+async def test_heartbeat_extends_all_leases_in_one_statement(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    other = await new_worker(db)
+    await enqueue_many(db, queue_id, [NewJob("h") for _ in range(4)])
+    mine = await claim(db, worker_id, [queue_id], 3, 1_000)
+    theirs = await claim(db, other, [queue_id], 1, 1_000)
+    result = await heartbeat(db, worker_id, 60_000, in_flight=3)
+    assert result.extended == 3
+    assert result.cancel_requested == []
+    leases = await db.fetch("SELECT id, extract(epoch FROM lock_expires_at - now()) AS s FROM jobs")
+    by_id = {r["id"]: r["s"] for r in leases}
+    assert all(by_id[j.id] > 50 for j in mine)
+    assert by_id[theirs[0].id] < 2  # another worker's lease is not touched
+    w = await db.fetchrow(
+        "SELECT in_flight, last_heartbeat_at FROM workers WHERE id = $1", worker_id
+    )
+    assert w["in_flight"] == 3
+    await heartbeat(db, worker_id, 60_000, in_flight=1)
+    hb = await db.fetchrow(
+        "SELECT beats, max_in_flight FROM worker_heartbeats WHERE worker_id = $1", worker_id
+    )
+    assert hb is not None
+    assert hb["beats"] >= 1
+    assert hb["max_in_flight"] >= 1
+
+
+async def test_release_refunds_attempt(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    await enqueue(db, queue_id, NewJob("h", max_attempts=1))
+    for seq in (1, 2, 3):  # drained three times, never charged, never dead-lettered
+        (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+        assert j.attempt == 1
+        assert j.execution_seq == seq
+        await mark_running(db, [j.fence])
+        assert (await release(db, [j.fence])).applied == [j.id]
+        row = await job_row(db, j.id)
+        assert row["status"] == "queued"
+        assert row["attempt"] == 0
+    assert [e["status"] for e in await executions(db, j.id)] == ["released"] * 3
+
+
+async def test_fail_retries_with_backoff_then_dead_letters(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("h", {"p": 1}, max_attempts=2))
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await fail(db, [Failure(j.fence, "boom", "Traceback...")])
+    row = await job_row(db, job.id)
+    assert row["status"] == JobStatus.SCHEDULED
+    assert row["last_error"] == "boom"
+    await db.execute("UPDATE jobs SET run_at = now(), status = 'queued' WHERE id = $1", job.id)
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    assert j.attempt == 2
+    res = await fail(db, [Failure(j.fence, "boom again", kind="timeout")])
+    assert res.applied == [job.id]
+    row = await job_row(db, job.id)
+    assert row["status"] == "dead_letter"
+    assert row["finished_at"] is not None
+    dl = await db.fetchrow("SELECT * FROM dead_letter_jobs WHERE job_id = $1", job.id)
+    assert (dl["payload"], dl["error"], dl["attempts"], dl["queue_id"], dl["handler"]) == (
+        {"p": 1},
+        "boom again",
+        2,
+        queue_id,
+        "h",
+    )
+    assert [(e["status"], e["error"]) for e in await executions(db, job.id)] == [
+        ("failed", "boom"),
+        ("timed_out", "boom again"),
+    ]
+
+
+async def test_unknown_handler_dead_letters_at_once(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("nope", max_attempts=5))
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await fail(db, [Failure(j.fence, "no handler 'nope'", kind="unknown_handler")])
+    assert (await job_row(db, job.id))["status"] == "dead_letter"
