@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from codity.cli import db as db_commands
+from codity.cli import web as web_commands
 
 app = typer.Typer(
     name="codity",
@@ -14,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db_commands.app, name="db")
+app.command("web")(web_commands.web)
 
 
 def main() -> None:
