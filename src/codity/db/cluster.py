@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +128,11 @@ def throwaway_cluster(bin_dir: Path | None = None) -> Iterator[RunningCluster]:
 @contextlib.contextmanager
 def embedded_cluster(data_dir: Path, *, ephemeral: bool = False) -> Iterator[RunningCluster]:
     """The pgserver wheel's PostgreSQL with its data in `data_dir`; stopped cleanly on exit."""
-    import pgserver
+    with warnings.catch_warnings():
+        # pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that
+        # warns (and falls back to /tmp/runtime-<uid>, which is fine). Keep it off the console.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver
 
     data_dir.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(str(data_dir), cleanup_mode="delete" if ephemeral else "stop")  # type: ignore[attr-defined]
