@@ -5,7 +5,11 @@ from __future__ import annotations
 import typer
 
 from codity.cli import db as db_commands
+from codity.cli import enqueue as enqueue_commands
+from codity.cli import scheduler as scheduler_commands
+from codity.cli import up as up_commands
 from codity.cli import web as web_commands
+from codity.cli import worker as worker_commands
 
 app = typer.Typer(
     name="codity",
@@ -15,6 +19,10 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db_commands.app, name="db")
+app.command("worker")(worker_commands.worker_command)
+app.command("scheduler")(scheduler_commands.scheduler_command)
+app.command("enqueue")(enqueue_commands.enqueue_command)
+app.command("up")(up_commands.up_command)
 app.command("web")(web_commands.web)
 
 

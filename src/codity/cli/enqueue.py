@@ -1,0 +1,118 @@
+"""`codity enqueue QUEUE HANDLER`: put jobs on a queue from a shell or a script."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from uuid import UUID
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from codity import core
+from codity.cli._common import console, database_url, fail, friendly_errors, run
+from codity.db.pool import connect
+from codity.domain.errors import NotFoundError, QueueNotFoundError, ValidationError
+
+#: Jobs per enqueue_many round trip.
+CHUNK = 1000
+#: Up to this many jobs the ids are printed one per line; above it, a summary.
+PRINT_IDS_UP_TO = 20
+#: From this many jobs on, a progress bar is shown.
+PROGRESS_FROM = 2 * CHUNK
+
+# Read-only lookups the CLI needs to turn names into ids (no job state is touched here).
+_PROJECTS_BY_SLUG = """
+SELECT p.id, o.slug || '/' || p.slug AS label FROM projects p
+JOIN organizations o ON o.id = p.org_id
+WHERE p.slug = $1 OR o.slug || '/' || p.slug = $1
+ORDER BY label
+"""
+_PROJECTS_WITH_QUEUE = """
+SELECT p.id, o.slug || '/' || p.slug AS label FROM queues q
+JOIN projects p ON p.id = q.project_id JOIN organizations o ON o.id = p.org_id
+WHERE q.name = $1
+ORDER BY label
+"""
+
+
+def _only(rows: list[Any], *, none: Exception, what: str) -> UUID:
+    if not rows:
+        raise none
+    if len(rows) > 1:
+        choices = ", ".join(r["label"] for r in rows)
+        raise ValidationError(f"{what} is ambiguous; pass --project with one of: {choices}")
+    project_id: UUID = rows[0]["id"]
+    return project_id
+
+
+async def find_project(conn: Any, queue: str, project: str | None) -> UUID:
+    if project is not None:
+        rows = await conn.fetch(_PROJECTS_BY_SLUG, project)
+        return _only(
+            rows, none=NotFoundError(f"no project {project!r}"), what=f"project {project!r}"
+        )
+    rows = await conn.fetch(_PROJECTS_WITH_QUEUE, queue)
+    return _only(
+        rows, none=QueueNotFoundError(f"no queue named {queue!r}"), what=f"queue {queue!r}"
+    )
+
+
+async def enqueue_jobs(
+    url: str, queue: str, project: str | None, job: core.NewJob, count: int
+) -> list[int]:
+    conn = await connect(url, application_name="codity-cli")
+    try:
+        project_id = await find_project(conn, queue, project)
+        info = await core.resolve_queue(conn, project_id, queue)
+        ids: list[int] = []
+        progress = Progress(
+            TextColumn("enqueueing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=count < PROGRESS_FROM,
+            transient=True,
+        )
+        with progress:
+            task = progress.add_task("enqueue", total=count)
+            for start in range(0, count, CHUNK):
+                size = min(CHUNK, count - start)
+                enqueued = await core.enqueue_many(conn, info.id, [job] * size)
+                ids.extend(e.id for e in enqueued)
+                progress.advance(task, size)
+        return ids
+    finally:
+        await conn.close()
+
+
+@friendly_errors
+def enqueue_command(
+    queue: Annotated[str, typer.Argument(help="Queue name (or id).")],
+    handler: Annotated[str, typer.Argument(help="Handler name, e.g. email.send.")],
+    project: Annotated[
+        str | None, typer.Option("--project", "-p", help="Project slug (or org/project).")
+    ] = None,
+    payload: Annotated[str, typer.Option("--payload", help="The payload, as JSON.")] = "{}",
+    count: Annotated[int, typer.Option("--count", "-n", min=1, help="How many jobs.")] = 1,
+    delay: Annotated[
+        float | None, typer.Option("--delay", min=0, help="Run this many seconds from now.")
+    ] = None,
+    priority: Annotated[int, typer.Option("--priority", help="Higher runs first.")] = 0,
+) -> None:
+    """Enqueue COUNT jobs of HANDLER on QUEUE; prints the job ids (a summary for many)."""
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        fail(f"--payload is not valid JSON: {exc}")
+    job = core.NewJob(handler=handler, payload=data, priority=priority, delay_s=delay)
+    with database_url() as url:
+        ids = run(enqueue_jobs(url, queue, project, job, count))
+    if len(ids) <= PRINT_IDS_UP_TO:
+        for job_id in ids:
+            console.print(job_id, highlight=False)
+    else:
+        console.print(
+            f"enqueued {len(ids)} jobs on {queue} (ids {min(ids)}..{max(ids)})", highlight=False
+        )

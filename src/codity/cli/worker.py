@@ -1,0 +1,64 @@
+"""`codity worker`: one worker process."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Annotated
+
+import typer
+
+from codity import VERSION
+from codity.cli._common import database_url, friendly_errors, settings
+from codity.cli._service import run_until_signalled, setup_logging
+from codity.worker import default_registry, load_app
+from codity.worker.config import WorkerConfig
+from codity.worker.service import Worker
+
+
+@friendly_errors
+def worker_command(
+    queues: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--queues",
+            "-q",
+            help="Queue names to serve (repeat or comma-separate); default every queue.",
+        ),
+    ] = None,
+    capacity: Annotated[
+        int | None,
+        typer.Option("--capacity", "-c", min=1, help="Jobs run at once (WORKER_CAPACITY)."),
+    ] = None,
+    app_modules: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--app", "-a", help="Module(s) whose @handler functions to load, e.g. mypkg.jobs."
+        ),
+    ] = None,
+) -> None:
+    """Run a worker: claim jobs, run their handlers, record the outcomes. SIGTERM drains."""
+    cfg = settings()
+    setup_logging(cfg, "worker")
+    import codity.worker.handlers  # noqa: F401  (registers the built-in handlers)
+
+    for module in app_modules or []:
+        load_app(module)
+    names = tuple(n.strip() for q in queues or [] for n in q.split(",") if n.strip())
+    with database_url() as url:
+        config = WorkerConfig.from_settings(
+            cfg, database_url=url, version=VERSION, capacity=capacity, queue_names=names or None
+        )
+        worker = Worker(config, default_registry)
+        run_until_signalled(worker.run)
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        # A sync handler still running in its thread cannot be interrupted; its job has been
+        # released already, so it must not hold the process open past the drain.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

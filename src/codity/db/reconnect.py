@@ -1,0 +1,61 @@
+"""Surviving a database that goes away: which errors mean "try again later", and how long to wait.
+
+A worker or scheduler must not crash when PostgreSQL restarts; it must wait, reconnect and carry
+on. The question "is this error about the connection rather than about my statement?" is the
+same everywhere, so it is answered once, here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from codity.domain.errors import DatabaseUnavailableError
+
+#: asyncpg errors that say the connection or the server is unavailable, not that a statement is wrong.
+_TRANSIENT_PG_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.PostgresConnectionError,  # class 08: connection exceptions
+    asyncpg.OperatorInterventionError,  # class 57: admin shutdown, crash shutdown, cannot connect now
+    asyncpg.InterfaceError,  # "connection is closed", "pool is closing" and kin
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when the error means the database is unreachable for now and retrying may succeed."""
+    if isinstance(exc, asyncpg.InterfaceError) and "cannot perform operation" in str(exc):
+        # e.g. "another operation is in progress": a programming error, not an outage
+        return False
+    return isinstance(exc, (*_TRANSIENT_PG_ERRORS, DatabaseUnavailableError, OSError, TimeoutError))
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with full jitter, for reconnect loops. `reset()` after a success."""
+
+    initial_s: float = 0.1
+    max_s: float = 5.0
+    _attempt: int = field(default=0, init=False)
+
+    def next_delay(self) -> float:
+        ceiling = min(self.max_s, self.initial_s * (2**self._attempt))
+        self._attempt += 1
+        return random.uniform(ceiling / 2, ceiling)
+
+    def reset(self) -> None:
+        self._attempt = 0
+
+    @property
+    def failures(self) -> int:
+        return self._attempt
+
+
+async def sleep_or_stop(delay_s: float, stop: asyncio.Event) -> bool:
+    """Sleep for `delay_s` unless `stop` is set first. Returns True when stopping."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=delay_s)
+    except TimeoutError:
+        return False
+    return True

@@ -1,0 +1,94 @@
+"""`codity scheduler`: every loop in one process, sharing one small pool, until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from codity.db.pool import create_pool
+from codity.db.reconnect import Backoff, is_transient, sleep_or_stop
+from codity.scheduler.loop_service import LoopService
+from codity.scheduler.services import (
+    CronMaterialiser,
+    DeadWorkerSweep,
+    Promoter,
+    Pruner,
+    Reaper,
+)
+from codity.settings import Settings
+
+log = structlog.get_logger("codity.scheduler")
+
+#: The pruner has no reason to run every tick; retention is measured in hours.
+PRUNE_INTERVAL_MS = 60_000
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    database_url: str
+    tick_ms: int
+    dead_worker_after_ms: int
+    keep_finished: timedelta
+    keep_logs: timedelta
+    prune_interval_ms: int = PRUNE_INTERVAL_MS
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, database_url: str) -> SchedulerConfig:
+        return cls(
+            database_url=database_url,
+            tick_ms=settings.scheduler_tick_ms,
+            dead_worker_after_ms=settings.dead_worker_after_ms,
+            keep_finished=timedelta(hours=settings.retention_completed_hours),
+            keep_logs=timedelta(hours=settings.retention_logs_hours),
+            prune_interval_ms=max(settings.scheduler_tick_ms, PRUNE_INTERVAL_MS),
+        )
+
+
+def build_services(conn: Any, config: SchedulerConfig) -> list[LoopService]:
+    tick = config.tick_ms
+    return [
+        Promoter(conn, interval_ms=tick),
+        CronMaterialiser(conn, interval_ms=tick),
+        Reaper(conn, interval_ms=tick),
+        DeadWorkerSweep(conn, interval_ms=tick, dead_after_ms=config.dead_worker_after_ms),
+        Pruner(
+            conn,
+            interval_ms=config.prune_interval_ms,
+            keep_finished=config.keep_finished,
+            keep_logs=config.keep_logs,
+        ),
+    ]
+
+
+async def run_scheduler(config: SchedulerConfig, stop: asyncio.Event) -> None:
+    backoff = Backoff()
+    pool: Any = None
+    while pool is None and not stop.is_set():
+        try:
+            pool = await create_pool(
+                config.database_url, min_size=1, max_size=5, application_name="codity-scheduler"
+            )
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            delay = backoff.next_delay()
+            log.warning(
+                "database unavailable; retrying", retry_in_s=round(delay, 2), error=str(exc)
+            )
+            await sleep_or_stop(delay, stop)
+    if pool is None:
+        return
+    services = build_services(pool, config)
+    log.info("scheduler started", loops=[s.name for s in services], tick_ms=config.tick_ms)
+    try:
+        await asyncio.gather(*(s.run(stop) for s in services))
+    finally:
+        try:
+            await asyncio.wait_for(pool.close(), timeout=5)
+        except (TimeoutError, OSError):
+            pool.terminate()
+        log.info("scheduler stopped")

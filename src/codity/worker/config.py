@@ -1,0 +1,43 @@
+"""The knobs of one worker process, with units in their names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codity.settings import Settings
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    database_url: str
+    capacity: int
+    #: Queue names to serve; None serves every queue (and picks up queues created later).
+    queue_names: tuple[str, ...] | None
+    heartbeat_ms: int
+    lease_ms: int
+    poll_interval_ms: int
+    shutdown_grace_ms: int
+    version: str
+    #: How often a worker serving every queue looks for new queues.
+    queue_refresh_ms: int = 10_000
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        database_url: str,
+        version: str,
+        capacity: int | None = None,
+        queue_names: tuple[str, ...] | None = None,
+    ) -> WorkerConfig:
+        return cls(
+            database_url=database_url,
+            capacity=capacity or settings.worker_capacity,
+            queue_names=queue_names or None,
+            heartbeat_ms=settings.worker_heartbeat_ms,
+            lease_ms=settings.worker_lease_ms,
+            poll_interval_ms=settings.worker_poll_interval_ms,
+            shutdown_grace_ms=settings.shutdown_grace_ms,
+            version=version,
+        )
