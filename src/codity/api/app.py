@@ -1,0 +1,108 @@
+"""The application factory: `create_app()` builds the FastAPI app from the route table.
+
+Everything under /api/v1 comes from `routes.ALL_ROUTES` through `routing.mount_routes`; the
+OpenAPI document is at /api/v1/openapi.json and Swagger UI at /api/v1/docs. `/healthz`,
+`/readyz` and `/metrics` live outside /api/v1.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+
+from codity.api import docs, health
+from codity.api.errors import install_error_handlers
+from codity.api.middleware import (
+    BodySizeLimitMiddleware,
+    RequestContextMiddleware,
+    SecurityHeadersMiddleware,
+)
+from codity.api.routing import API_PREFIX, Route, mount_routes
+from codity.db.migrate import head_revision
+from codity.db.pool import create_pool
+from codity.domain.errors import ConfigurationError
+from codity.settings import Settings, get_settings
+
+API_TITLE = "Codity Scheduler API"
+API_VERSION = "1.0.0"
+#: Connections per API process; requests hold one only for the statements they run.
+POOL_MAX_SIZE = 10
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    routes: Sequence[Route] | None = None,
+    _guard: bool = True,
+) -> FastAPI:
+    """Build the app. `routes` defaults to ALL_ROUTES; `_guard=False` is for one test only
+    (it proves the isolation test detects a missing tenancy guard)."""
+    settings = settings or get_settings()
+    if routes is None:
+        from codity.api.routes import ALL_ROUTES
+
+        routes = ALL_ROUTES
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not settings.database_url:
+            raise ConfigurationError("DATABASE_URL is not set")
+        app.state.pool = await create_pool(
+            settings.database_url, max_size=POOL_MAX_SIZE, application_name="codity-api"
+        )
+        try:
+            yield
+        finally:
+            await app.state.pool.close()
+
+    app = FastAPI(
+        title=API_TITLE,
+        version=API_VERSION,
+        description="REST API of Codity Scheduler. Every error answers one envelope: "
+        '`{"error": {"code", "message", "details", "request_id"}}`.',
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=None,  # served by docs.py with local assets (no CDN)
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.migration_head = head_revision()
+
+    install_error_handlers(app)
+    mount_routes(app, routes, _guard=_guard)
+    app.include_router(health.router)
+    docs.mount_docs(app, f"{API_PREFIX}/docs")
+    _mount_metrics(app)
+
+    # Added innermost first: the last one added is the outermost.
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_body_bytes)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origin_list,
+        allow_credentials=False,
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"],
+        expose_headers=["X-Request-ID", "Retry-After"],
+        max_age=600,
+    )
+    app.add_middleware(SecurityHeadersMiddleware, docs_paths=(f"{API_PREFIX}/docs",))
+    app.add_middleware(RequestContextMiddleware, settings=settings)
+    return app
+
+
+def _mount_metrics(app: FastAPI) -> None:
+    """`/metrics` comes from `codity.api.metrics.router` (owned by the metrics module)."""
+    try:
+        module = importlib.import_module("codity.api.metrics")
+    except ModuleNotFoundError:
+        return
+    app.include_router(module.router)
+
+
+def app_factory() -> FastAPI:
+    """For `uvicorn --factory codity.api.app:app_factory` (what `codity api` runs)."""
+    return create_app()

@@ -1,0 +1,47 @@
+"""One helper for the audit trail: every mutation of org, members, projects and keys leaves a
+row in `audit_events` (who, what, on which target, from which request and IP).
+
+Details hold identifiers and names only, never secrets or payload values.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from codity.api.principal import Principal
+from codity.api.request_context import current_client_ip, current_request_id
+
+_INSERT = """
+INSERT INTO audit_events (org_id, project_id, actor_user_id, actor_api_key_id, action,
+                          target_type, target_id, details, request_id, ip)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::inet)
+"""
+
+
+async def record_audit(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    actor: Principal,
+    action: str,
+    *,
+    project_id: uuid.UUID | None = None,
+    target_type: str | None = None,
+    target_id: object = None,
+    details: dict[str, Any] | None = None,
+    org_id: uuid.UUID | None = None,
+) -> None:
+    await conn.execute(
+        _INSERT,
+        org_id or actor.org_id,
+        project_id,
+        actor.user_id,
+        actor.api_key_id,
+        action,
+        target_type,
+        None if target_id is None else str(target_id),
+        details or {},
+        current_request_id(),
+        current_client_ip(),
+    )

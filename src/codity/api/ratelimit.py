@@ -1,0 +1,153 @@
+"""Rate limits kept in PostgreSQL (no Redis): fixed windows in `rate_limit_buckets`.
+
+Each check is ONE statement: an upsert that starts a new window when the old one has expired,
+and otherwise adds `cost` only if the total stays within the limit. A refused request therefore
+consumes nothing (a bulk enqueue over the limit is refused whole and does not eat the quota of
+the requests after it). Counters live on the primary key `key`, so concurrent API processes
+share them and the row lock serialises concurrent checks of one key.
+
+Limits (all from settings):
+- LOGIN: failed sign-ins, per IP and per account, RATE_LIMIT_LOGIN_FAILURES per
+  RATE_LIMIT_LOGIN_WINDOW_S. Once reached, even a correct password gets 429 until the window ends.
+- AUTH: every call to /auth/* per IP, RATE_LIMIT_AUTH_PER_MINUTE.
+- ENQUEUE: jobs per project per minute, RATE_LIMIT_ENQUEUE_PER_MINUTE (`check_enqueue_quota`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from codity.api.errors import RateLimitedError
+from codity.api.request_context import current_settings
+from codity.settings import Settings
+
+#: A cost larger than any window admits: used to *record* events (failed logins) unconditionally.
+_UNBOUNDED = 2**31 - 1
+
+_CONSUME_SQL = """
+INSERT INTO rate_limit_buckets AS b (key, window_start, count, expires_at)
+VALUES ($1, now(), $2, now() + make_interval(secs => $4))
+ON CONFLICT (key) DO UPDATE
+   SET window_start = CASE WHEN b.expires_at <= now() THEN now() ELSE b.window_start END,
+       count        = CASE WHEN b.expires_at <= now() THEN $2 ELSE b.count + $2 END,
+       expires_at   = CASE WHEN b.expires_at <= now()
+                           THEN now() + make_interval(secs => $4) ELSE b.expires_at END
+ WHERE b.expires_at <= now() OR b.count + $2 <= $3
+RETURNING count, expires_at
+"""
+
+_PEEK_SQL = """
+SELECT count, expires_at FROM rate_limit_buckets WHERE key = $1 AND expires_at > now()
+"""
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    count: int
+    retry_after_s: float
+
+
+async def _seconds_left(pool: asyncpg.Pool[Any], key: str) -> tuple[int, float]:
+    row = await pool.fetchrow(_PEEK_SQL, key)
+    if row is None:
+        return 0, 0.0
+    left = (row["expires_at"] - dt.datetime.now(dt.UTC)).total_seconds()
+    return int(row["count"]), max(left, 0.0)
+
+
+async def consume(
+    pool: asyncpg.Pool[Any], key: str, *, cost: int, limit: int, window_s: int
+) -> Decision:
+    """Take `cost` units from `key`'s window if that keeps it within `limit`."""
+    if cost > limit:  # can never fit, whatever the window holds
+        return Decision(False, 0, float(window_s))
+    row = await pool.fetchrow(_CONSUME_SQL, key, cost, limit, window_s)
+    if row is not None:
+        return Decision(True, int(row["count"]), 0.0)
+    count, left = await _seconds_left(pool, key)
+    return Decision(False, count, left)
+
+
+async def record(pool: asyncpg.Pool[Any], key: str, *, window_s: int) -> int:
+    """Count one event (e.g. a failed sign-in) in `key`'s window; returns the window's total."""
+    return (await consume(pool, key, cost=1, limit=_UNBOUNDED, window_s=window_s)).count
+
+
+async def is_exhausted(pool: asyncpg.Pool[Any], key: str, *, limit: int) -> Decision:
+    count, left = await _seconds_left(pool, key)
+    return Decision(count < limit, count, left)
+
+
+# --- the named limits -------------------------------------------------------------------------
+
+
+def login_failure_keys(ip: str | None, email: str) -> tuple[str, str]:
+    return f"login-fail:ip:{ip or 'unknown'}", f"login-fail:account:{email.lower()}"
+
+
+async def check_login_allowed(
+    pool: asyncpg.Pool[Any], settings: Settings, *, ip: str | None, email: str
+) -> None:
+    """429 when this IP or this account has used up its failed sign-ins for the window."""
+    for key in login_failure_keys(ip, email):
+        decision = await is_exhausted(pool, key, limit=settings.rate_limit_login_failures)
+        if not decision.allowed:
+            raise RateLimitedError(
+                "too many failed sign-in attempts: try again later",
+                retry_after_s=decision.retry_after_s,
+            )
+
+
+async def record_login_failure(
+    pool: asyncpg.Pool[Any], settings: Settings, *, ip: str | None, email: str
+) -> None:
+    for key in login_failure_keys(ip, email):
+        await record(pool, key, window_s=settings.rate_limit_login_window_s)
+
+
+async def check_auth_ceiling(pool: asyncpg.Pool[Any], settings: Settings, ip: str | None) -> None:
+    decision = await consume(
+        pool,
+        f"auth:ip:{ip or 'unknown'}",
+        cost=1,
+        limit=settings.rate_limit_auth_per_minute,
+        window_s=60,
+    )
+    if not decision.allowed:
+        raise RateLimitedError(
+            "too many authentication requests: try again later",
+            retry_after_s=decision.retry_after_s,
+        )
+
+
+async def check_enqueue_quota(
+    pool: asyncpg.Pool[Any],
+    project_id: uuid.UUID,
+    n: int,
+    *,
+    limit: int | None = None,
+    window_s: int = 60,
+) -> None:
+    """Reserve `n` enqueues for the project in this minute, or raise 429 reserving nothing.
+
+    Call it BEFORE writing any job, with the whole request's count: a bulk that would go over
+    the limit is refused whole, so nothing past the limit is ever stored. `limit` defaults to
+    the serving app's RATE_LIMIT_ENQUEUE_PER_MINUTE.
+    """
+    if limit is None:
+        limit = current_settings().rate_limit_enqueue_per_minute
+    decision = await consume(
+        pool, f"enqueue:project:{project_id}", cost=n, limit=limit, window_s=window_s
+    )
+    if not decision.allowed:
+        raise RateLimitedError(
+            f"enqueue limit reached: at most {limit} jobs per minute per project",
+            retry_after_s=decision.retry_after_s,
+            details={"limit": limit, "requested": n, "used": decision.count},
+        )

@@ -1,0 +1,413 @@
+"""/auth: register, login, refresh, logout, me, switch-org.
+
+Refresh tokens are opaque, stored as SHA-256, and grouped in families (one family per sign-in).
+Every refresh rotates: the presented row gets `rotated_at`, a new row joins the family.
+Presenting a token that was already rotated means it leaked (the legitimate client already
+exchanged it), so the whole family is revoked: the thief's and the victim's newest token stop
+working together, and the user signs in again.
+
+The refresh token carries the active organisation in clear (`<org id hex>.<random>`); the whole
+string is what is hashed and looked up, so the org part cannot be altered without making the
+token unknown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+import uuid
+from typing import Any
+
+import asyncpg
+from fastapi import Request, Response
+
+from codity.api import ratelimit
+from codity.api.audit import record_audit
+from codity.api.deps import AppSettings, CurrentPrincipal, DbPool
+from codity.api.errors import UnauthorizedError
+from codity.api.principal import Principal
+from codity.api.request_context import current_client_ip
+from codity.api.routing import RateLimitClass, Route, Scope
+from codity.api.schemas.auth import (
+    LoginRequest,
+    MembershipPublic,
+    MePublic,
+    OrgRef,
+    ProjectRef,
+    RefreshRequest,
+    RegisterPublic,
+    RegisterRequest,
+    SwitchOrgRequest,
+    TokenPair,
+    UserPublic,
+)
+from codity.api.security import require_user
+from codity.api.tokens import issue_access_token, sha256
+from codity.domain.errors import ConflictError, NotFoundError
+from codity.domain.passwords import hash_password, verify_password
+from codity.domain.states import MemberRole
+from codity.settings import Settings
+
+#: Verified against when the email is unknown, so a miss costs the same time as a wrong password
+#: and response timing does not reveal which emails have accounts.
+_DUMMY_HASH = hash_password(secrets.token_urlsafe(16))
+
+DEFAULT_PROJECT_NAME = "Default"
+DEFAULT_PROJECT_SLUG = "default"
+
+
+class EmailTakenError(ConflictError):
+    code = "email_taken"
+
+
+class InvalidCredentialsError(UnauthorizedError):
+    code = "invalid_credentials"
+
+
+class InvalidRefreshTokenError(UnauthorizedError):
+    code = "invalid_refresh_token"
+
+
+class RefreshTokenReusedError(UnauthorizedError):
+    code = "refresh_token_reused"
+
+
+class OrgNotFoundError(NotFoundError):
+    code = "org_not_found"
+
+
+def slugify(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-")
+    return slug or "org"
+
+
+# --- token issuance -----------------------------------------------------------------------
+
+
+async def _issue_tokens(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    settings: Settings,
+    *,
+    user_id: uuid.UUID,
+    org_id: uuid.UUID,
+    role: MemberRole,
+    family_id: uuid.UUID | None = None,
+    user_agent: str | None = None,
+) -> TokenPair:
+    refresh = f"{org_id.hex}.{secrets.token_urlsafe(32)}"
+    await conn.execute(
+        """INSERT INTO refresh_tokens (user_id, family_id, token_hash, expires_at, user_agent, ip)
+           VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6::inet)""",
+        user_id,
+        family_id or uuid.uuid4(),
+        sha256(refresh),
+        settings.refresh_token_ttl_s,
+        (user_agent or "")[:256] or None,
+        current_client_ip(),
+    )
+    access = issue_access_token(settings, user_id=user_id, org_id=org_id, role=role)
+    return TokenPair(
+        access_token=access, refresh_token=refresh, expires_in=settings.access_token_ttl_s
+    )
+
+
+async def _first_membership(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], user_id: uuid.UUID
+) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        """SELECT org_id, role FROM memberships WHERE user_id = $1
+           ORDER BY created_at, org_id LIMIT 1""",
+        user_id,
+    )
+
+
+# --- handlers -----------------------------------------------------------------------------
+
+
+async def register(
+    body: RegisterRequest, request: Request, pool: DbPool, settings: AppSettings
+) -> RegisterPublic:
+    """A new user, their organisation (they own it) and a default project, in one transaction."""
+    email = str(body.email).lower()
+    password_hash = hash_password(body.password)  # before the transaction: ~50 ms of CPU
+    async with pool.acquire() as conn, conn.transaction():
+        try:
+            user = await conn.fetchrow(
+                """INSERT INTO users (email, password_hash, display_name) VALUES ($1, $2, $3)
+                   RETURNING id, email, display_name""",
+                email,
+                password_hash,
+                body.name,
+            )
+        except asyncpg.UniqueViolationError:
+            raise EmailTakenError("an account with this email already exists") from None
+        org = await conn.fetchrow(
+            "INSERT INTO organizations (name, slug) VALUES ($1, $2) RETURNING id, name, slug",
+            body.org_name,
+            f"{slugify(body.org_name)}-{secrets.token_hex(3)}",
+        )
+        await conn.execute(
+            "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'owner')",
+            org["id"],
+            user["id"],
+        )
+        project = await conn.fetchrow(
+            """INSERT INTO projects (org_id, name, slug) VALUES ($1, $2, $3)
+               RETURNING id, name, slug""",
+            org["id"],
+            DEFAULT_PROJECT_NAME,
+            DEFAULT_PROJECT_SLUG,
+        )
+        # Pending invitations to this email become memberships now.
+        await conn.execute(
+            """WITH accepted AS (
+                   UPDATE invitations SET accepted_at = now()
+                    WHERE email = $1 AND accepted_at IS NULL
+                RETURNING org_id, role)
+               INSERT INTO memberships (org_id, user_id, role)
+               SELECT org_id, $2, role FROM accepted ON CONFLICT DO NOTHING""",
+            email,
+            user["id"],
+        )
+        actor = Principal(user["id"], None, org["id"], MemberRole.OWNER, None)
+        await record_audit(conn, actor, "user.register", target_type="user", target_id=user["id"])
+        tokens = await _issue_tokens(
+            conn,
+            settings,
+            user_id=user["id"],
+            org_id=org["id"],
+            role=MemberRole.OWNER,
+            user_agent=request.headers.get("user-agent"),
+        )
+    return RegisterPublic(
+        user=UserPublic(id=user["id"], email=user["email"], name=user["display_name"]),
+        org=OrgRef(**dict(org)),
+        project=ProjectRef(**dict(project)),
+        tokens=tokens,
+    )
+
+
+async def login(
+    body: LoginRequest, request: Request, pool: DbPool, settings: AppSettings
+) -> TokenPair:
+    email = str(body.email).lower()
+    ip = current_client_ip()
+    # Checked before the password: once the limit is reached even a correct password waits.
+    await ratelimit.check_login_allowed(pool, settings, ip=ip, email=email)
+    user = await pool.fetchrow(
+        "SELECT id, password_hash, is_active FROM users WHERE email = $1", email
+    )
+    ok = verify_password(user["password_hash"] if user else _DUMMY_HASH, body.password)
+    if not ok or user is None or not user["is_active"]:
+        await ratelimit.record_login_failure(pool, settings, ip=ip, email=email)
+        raise InvalidCredentialsError("the email or the password is wrong")
+    membership = await _first_membership(pool, user["id"])
+    if membership is None:
+        raise InvalidCredentialsError("this account is not a member of any organisation")
+    await pool.execute("UPDATE users SET last_login_at = now() WHERE id = $1", user["id"])
+    return await _issue_tokens(
+        pool,
+        settings,
+        user_id=user["id"],
+        org_id=membership["org_id"],
+        role=MemberRole(membership["role"]),
+        user_agent=request.headers.get("user-agent"),
+    )
+
+
+def _org_of_refresh_token(token: str) -> uuid.UUID | None:
+    head, _, _ = token.partition(".")
+    try:
+        return uuid.UUID(hex=head)
+    except ValueError:
+        return None
+
+
+async def refresh(
+    body: RefreshRequest, request: Request, pool: DbPool, settings: AppSettings
+) -> TokenPair:
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            row = await conn.fetchrow(
+                """SELECT id, user_id, family_id, expires_at, rotated_at, revoked_at
+                     FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE""",
+                sha256(body.refresh_token),
+            )
+            if row is None or row["revoked_at"] is not None:
+                raise InvalidRefreshTokenError("the refresh token is not valid: sign in again")
+            reused = row["rotated_at"] is not None
+            if reused:
+                await conn.execute(
+                    """UPDATE refresh_tokens SET revoked_at = now()
+                        WHERE family_id = $1 AND revoked_at IS NULL""",
+                    row["family_id"],
+                )
+            elif row["expires_at"] <= dt.datetime.now(dt.UTC):
+                raise InvalidRefreshTokenError("the refresh token has expired: sign in again")
+            else:
+                await conn.execute(
+                    "UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1", row["id"]
+                )
+                org_id = _org_of_refresh_token(body.refresh_token)
+                membership = None
+                if org_id is not None:
+                    membership = await conn.fetchrow(
+                        "SELECT org_id, role FROM memberships WHERE org_id = $1 AND user_id = $2",
+                        org_id,
+                        row["user_id"],
+                    )
+                membership = membership or await _first_membership(conn, row["user_id"])
+                if membership is None:
+                    raise InvalidRefreshTokenError(
+                        "this account is not a member of any organisation"
+                    )
+                return await _issue_tokens(
+                    conn,
+                    settings,
+                    user_id=row["user_id"],
+                    org_id=membership["org_id"],
+                    role=MemberRole(membership["role"]),
+                    family_id=row["family_id"],
+                    user_agent=request.headers.get("user-agent"),
+                )
+        # Outside the transaction so the family's revocation is committed before we answer.
+        raise RefreshTokenReusedError(
+            "this refresh token was already used: every session of this sign-in is revoked"
+        )
+
+
+async def logout(body: RefreshRequest, pool: DbPool) -> Response:
+    """Revokes the presented token's whole family. Unknown tokens are accepted silently."""
+    await pool.execute(
+        """UPDATE refresh_tokens SET revoked_at = now()
+            WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = $1)
+              AND revoked_at IS NULL""",
+        sha256(body.refresh_token),
+    )
+    return Response(status_code=204)
+
+
+async def me(principal: CurrentPrincipal, pool: DbPool) -> MePublic:
+    user_id = require_user(principal)
+    user = await pool.fetchrow("SELECT id, email, display_name FROM users WHERE id = $1", user_id)
+    memberships = await pool.fetch(
+        """SELECT o.id, o.name, o.slug, m.role FROM memberships m
+             JOIN organizations o ON o.id = m.org_id
+            WHERE m.user_id = $1 ORDER BY m.created_at, o.id""",
+        user_id,
+    )
+    projects = await pool.fetch(
+        "SELECT id, name, slug FROM projects WHERE org_id = $1 ORDER BY created_at, id",
+        principal.org_id,
+    )
+    active = next(m for m in memberships if m["id"] == principal.org_id)
+    return MePublic(
+        user=UserPublic(id=user["id"], email=user["email"], name=user["display_name"]),
+        org=OrgRef(id=active["id"], name=active["name"], slug=active["slug"]),
+        role=principal.role,
+        memberships=[
+            MembershipPublic(
+                org=OrgRef(id=m["id"], name=m["name"], slug=m["slug"]), role=MemberRole(m["role"])
+            )
+            for m in memberships
+        ],
+        projects=[ProjectRef(**dict(p)) for p in projects],
+    )
+
+
+async def switch_org(
+    body: SwitchOrgRequest,
+    request: Request,
+    principal: CurrentPrincipal,
+    pool: DbPool,
+    settings: AppSettings,
+) -> TokenPair:
+    """New tokens for another organisation the user belongs to (404 if not a member)."""
+    user_id = require_user(principal)
+    role = await pool.fetchval(
+        "SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2", body.org_id, user_id
+    )
+    if role is None:
+        raise OrgNotFoundError("organisation not found")
+    return await _issue_tokens(
+        pool,
+        settings,
+        user_id=user_id,
+        org_id=body.org_id,
+        role=MemberRole(role),
+        user_agent=request.headers.get("user-agent"),
+    )
+
+
+_TAGS = ("auth",)
+AUTH, LOGIN = RateLimitClass.AUTH, RateLimitClass.LOGIN
+
+ROUTES: list[Route] = [
+    Route(
+        "POST",
+        "/auth/register",
+        register,
+        Scope.PUBLIC,
+        None,
+        "Create an account, its organisation and a default project",
+        response_model=RegisterPublic,
+        status_code=201,
+        rate_limit=AUTH,
+        tags=_TAGS,
+    ),
+    Route(
+        "POST",
+        "/auth/login",
+        login,
+        Scope.PUBLIC,
+        None,
+        "Sign in with email and password",
+        response_model=TokenPair,
+        rate_limit=LOGIN,
+        tags=_TAGS,
+    ),
+    Route(
+        "POST",
+        "/auth/refresh",
+        refresh,
+        Scope.PUBLIC,
+        None,
+        "Exchange a refresh token for new tokens (rotation; reuse revokes the family)",
+        response_model=TokenPair,
+        rate_limit=AUTH,
+        tags=_TAGS,
+    ),
+    Route(
+        "POST",
+        "/auth/logout",
+        logout,
+        Scope.PUBLIC,
+        None,
+        "Revoke the refresh token's family",
+        status_code=204,
+        rate_limit=AUTH,
+        tags=_TAGS,
+    ),
+    Route(
+        "GET",
+        "/auth/me",
+        me,
+        Scope.USER,
+        None,
+        "The signed-in user, their organisations and the active organisation's projects",
+        response_model=MePublic,
+        tags=_TAGS,
+    ),
+    Route(
+        "POST",
+        "/auth/switch-org",
+        switch_org,
+        Scope.USER,
+        None,
+        "Tokens for another organisation the user belongs to",
+        response_model=TokenPair,
+        rate_limit=AUTH,
+        tags=_TAGS,
+    ),
+]

@@ -1,0 +1,122 @@
+"""Authentication (bearer token -> `Principal`) and the one tenancy guard.
+
+`assert_project_access` is the only function that decides whether a project is visible to a
+caller. `routing.mount_routes` attaches it to every PROJECT-scoped route, so no handler can
+forget it. Anything outside the caller's organisation answers 404, never 403: a caller cannot
+tell "exists elsewhere" from "does not exist", so ids cannot be probed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from codity.api.errors import ForbiddenError, UnauthorizedError
+from codity.api.principal import Principal, ProjectContext, role_at_least
+from codity.api.tokens import decode_access_token, looks_like_api_key, sha256
+from codity.domain.errors import NotFoundError
+from codity.domain.states import MemberRole
+from codity.settings import Settings
+
+# The role comes from the membership row, not from the token: a demotion or a removal takes
+# effect on the next request instead of when the 15-minute token expires.
+_MEMBER_ROLE_SQL = """
+SELECT m.role
+  FROM memberships m JOIN users u ON u.id = m.user_id
+ WHERE m.org_id = $1 AND m.user_id = $2 AND u.is_active
+"""
+
+# One statement finds the key, refuses revoked/expired keys and records its use.
+_USE_API_KEY_SQL = """
+UPDATE api_keys k
+   SET last_used_at = now()
+  FROM projects p
+ WHERE k.key_hash = $1
+   AND k.revoked_at IS NULL
+   AND (k.expires_at IS NULL OR k.expires_at > now())
+   AND p.id = k.project_id
+RETURNING k.id, k.project_id, k.role, p.org_id
+"""
+
+_PROJECT_ORG_SQL = "SELECT org_id FROM projects WHERE id = $1"
+
+
+class ProjectNotFoundError(NotFoundError):
+    code = "project_not_found"
+
+
+def bearer_token(authorization: str | None) -> str:
+    if not authorization:
+        raise UnauthorizedError("authentication required: send Authorization: Bearer <token>")
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise UnauthorizedError("the Authorization header must be: Bearer <token>")
+    return token
+
+
+async def authenticate(
+    pool: asyncpg.Pool[Any], settings: Settings, authorization: str | None
+) -> Principal:
+    token = bearer_token(authorization)
+    if looks_like_api_key(token):
+        return await _api_key_principal(pool, token)
+    claims = decode_access_token(settings, token)
+    role = await pool.fetchval(_MEMBER_ROLE_SQL, claims.org_id, claims.user_id)
+    if role is None:
+        raise UnauthorizedError("this account is no longer a member of the organisation")
+    return Principal(
+        user_id=claims.user_id,
+        api_key_id=None,
+        org_id=claims.org_id,
+        role=MemberRole(role),
+        project_id=None,
+    )
+
+
+async def _api_key_principal(pool: asyncpg.Pool[Any], key: str) -> Principal:
+    row = await pool.fetchrow(_USE_API_KEY_SQL, sha256(key))
+    if row is None:
+        raise UnauthorizedError("the API key is not valid (unknown, revoked or expired)")
+    return Principal(
+        user_id=None,
+        api_key_id=row["id"],
+        org_id=row["org_id"],
+        role=MemberRole(row["role"]),
+        project_id=row["project_id"],
+    )
+
+
+async def assert_project_access(
+    pool: asyncpg.Pool[Any], principal: Principal, project_id: uuid.UUID
+) -> ProjectContext:
+    """The project, checked against the caller's organisation (and an API key's pinned project).
+
+    Raises `ProjectNotFoundError` (404) when the project does not exist, belongs to another
+    organisation, or is not the project an API key is bound to.
+    """
+    if principal.project_id is not None and principal.project_id != project_id:
+        raise ProjectNotFoundError("project not found")
+    org_id = await pool.fetchval(_PROJECT_ORG_SQL, project_id)
+    if org_id is None or org_id != principal.org_id:
+        raise ProjectNotFoundError("project not found")
+    return ProjectContext(
+        principal=principal, org_id=org_id, project_id=project_id, role=principal.role
+    )
+
+
+def require_role(principal: Principal, minimum: MemberRole) -> None:
+    if not role_at_least(principal.role, minimum):
+        raise ForbiddenError(
+            f"this action needs the {minimum.value} role or higher; you are {principal.role.value}",
+            details={"required_role": minimum.value, "role": principal.role.value},
+        )
+
+
+def require_user(principal: Principal) -> uuid.UUID:
+    """USER/ORG-scoped routes act for a person; an API key is bound to its project only."""
+    if principal.user_id is None:
+        raise ForbiddenError("API keys can only access their own project's resources")
+    return principal.user_id

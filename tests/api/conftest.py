@@ -1,0 +1,217 @@
+"""API test fixtures: the app bound to this test's database, an ASGI client, and people.
+
+- `api_settings` / `app` / `client`: a fresh app per test over the test's own database, driven
+  in-process through httpx's ASGI transport with the lifespan running (asgi-lifespan).
+- `register_and_login(client, ...)`: a new account through the API -> `Session`.
+- `owner`: a registered owner (its org, default project and tokens).
+- `make_org_user(role)`: another person in the owner's org with that role -> `Session`.
+- `outsider`: the owner of a second organisation.
+- `make_api_key(session, role=..., project_id=...)`: a project API key -> (key, key id).
+
+Accounts made by `make_org_user` are inserted with a password hash computed once per session
+(argon2 costs ~50 ms per hash), then sign in through the real login endpoint.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+
+from codity.api.app import create_app
+from codity.domain.passwords import hash_password
+from codity.settings import Settings
+
+API = "/api/v1"
+PASSWORD = "correct horse battery staple"
+_emails = itertools.count()
+
+# Hashed once for the whole run: users inserted directly share it.
+_PASSWORD_HASH = hash_password(PASSWORD)
+
+
+@dataclass
+class Session:
+    user_id: uuid.UUID
+    email: str
+    org_id: uuid.UUID
+    project_id: uuid.UUID
+    access_token: str
+    refresh_token: str
+    role: str = "owner"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.access_token}"}
+
+
+def unique_email(prefix: str = "user") -> str:
+    return f"{prefix}-{next(_emails)}-{uuid.uuid4().hex[:6]}@example.com"
+
+
+def test_settings(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "CODITY_ENV": "test",
+        "DATABASE_URL": database_url,
+        "JWT_SECRET": "test-secret-" + "x" * 32,
+        "JWT_REFRESH_SECRET": "test-refresh-secret-" + "y" * 32,
+        # Tests make many auth calls from one client address; the ceiling has its own test.
+        "RATE_LIMIT_AUTH_PER_MINUTE": 10_000,
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def api_settings(database_url: str) -> Settings:
+    return test_settings(database_url)
+
+
+@pytest.fixture
+def app(api_settings: Settings) -> FastAPI:
+    return create_app(api_settings)
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with app_client(app) as c:
+        yield c
+
+
+class app_client:
+    """An httpx client over ASGI with the app's lifespan running. 500s come back as responses
+    (raise_app_exceptions=False) so a test sees exactly what a client would."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+        self._manager = LifespanManager(app)
+        self._client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> httpx.AsyncClient:
+        await self._manager.__aenter__()
+        transport = httpx.ASGITransport(app=self._manager.app, raise_app_exceptions=False)
+        self._client = httpx.AsyncClient(transport=transport, base_url="http://testserver")
+        return self._client
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._client is not None
+        await self._client.aclose()
+        await self._manager.__aexit__(*exc)
+
+
+async def register_and_login(
+    client: httpx.AsyncClient,
+    *,
+    email: str | None = None,
+    password: str = PASSWORD,
+    name: str = "Test User",
+    org_name: str = "Test Org",
+) -> Session:
+    """Register through the API; registration answers tokens, so no separate login is needed."""
+    email = email or unique_email()
+    r = await client.post(
+        f"{API}/auth/register",
+        json={"email": email, "password": password, "name": name, "org_name": org_name},
+    )
+    assert r.status_code == 201, r.text
+    body = r.json()
+    return Session(
+        user_id=uuid.UUID(body["user"]["id"]),
+        email=email,
+        org_id=uuid.UUID(body["org"]["id"]),
+        project_id=uuid.UUID(body["project"]["id"]),
+        access_token=body["tokens"]["access_token"],
+        refresh_token=body["tokens"]["refresh_token"],
+    )
+
+
+async def login(client: httpx.AsyncClient, email: str, password: str = PASSWORD) -> httpx.Response:
+    return await client.post(f"{API}/auth/login", json={"email": email, "password": password})
+
+
+@pytest.fixture
+async def api_db(database_url: str) -> AsyncIterator[asyncpg.Connection[Any]]:
+    """A direct connection to the app's database, for arranging rows and checking effects."""
+    from codity.db.pool import connect
+
+    conn = await connect(database_url)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+async def owner(client: httpx.AsyncClient) -> Session:
+    return await register_and_login(client, org_name="Owner Org")
+
+
+@pytest.fixture
+async def outsider(client: httpx.AsyncClient) -> Session:
+    return await register_and_login(client, org_name="Other Org")
+
+
+MakeOrgUser = Callable[..., Awaitable[Session]]
+
+
+@pytest.fixture
+def make_org_user(
+    client: httpx.AsyncClient, owner: Session, api_db: asyncpg.Connection[Any]
+) -> MakeOrgUser:
+    async def make(role: str, *, of: Session | None = None) -> Session:
+        base = of or owner
+        email = unique_email(role)
+        user_id = await api_db.fetchval(
+            "INSERT INTO users (email, password_hash, display_name) VALUES ($1, $2, $3) RETURNING id",
+            email,
+            _PASSWORD_HASH,
+            f"A {role}",
+        )
+        await api_db.execute(
+            "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)",
+            base.org_id,
+            user_id,
+            role,
+        )
+        r = await login(client, email)
+        assert r.status_code == 200, r.text
+        tokens = r.json()
+        return Session(
+            user_id=user_id,
+            email=email,
+            org_id=base.org_id,
+            project_id=base.project_id,
+            access_token=tokens["access_token"],
+            refresh_token=tokens["refresh_token"],
+            role=role,
+        )
+
+    return make
+
+
+MakeApiKey = Callable[..., Awaitable[tuple[str, uuid.UUID]]]
+
+
+@pytest.fixture
+def make_api_key(client: httpx.AsyncClient) -> MakeApiKey:
+    async def make(
+        session: Session, *, role: str = "member", project_id: uuid.UUID | None = None
+    ) -> tuple[str, uuid.UUID]:
+        pid = project_id or session.project_id
+        r = await client.post(
+            f"{API}/projects/{pid}/api-keys",
+            json={"name": f"key-{uuid.uuid4().hex[:6]}", "role": role},
+            headers=session.headers,
+        )
+        assert r.status_code == 201, r.text
+        body = r.json()
+        return body["key"], uuid.UUID(body["id"])
+
+    return make
