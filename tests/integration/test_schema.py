@@ -1,0 +1,351 @@
+"""The schema's promises, checked on a real server: every test here fails if its mechanism goes.
+
+Rows are inserted with plain SQL (the factories) so these tests depend on the schema only.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import asyncpg
+import pytest
+from tests.factories import make_queue, make_retry_policy, make_tenant, make_worker
+
+from codity.db.tables import MAX_PAYLOAD_BYTES, metadata
+from codity.domain.states import ALLOWED_TRANSITIONS, JobStatus
+
+Conn = asyncpg.Connection  # the `db` fixture: asyncpg with jsonb decoded to Python values
+
+
+async def _job(
+    db: Conn,
+    queue_id: uuid.UUID,
+    *,
+    status: str = "queued",
+    payload: Any = None,
+    idempotency_key: str | None = None,
+    attempt: int = 0,
+    max_attempts: int = 3,
+    worker_id: uuid.UUID | None = None,
+    leased: bool = False,
+) -> int:
+    return await db.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO jobs (queue_id, handler, payload, status, idempotency_key, attempt,
+                             max_attempts, worker_id, lock_expires_at)
+           VALUES ($1, 'noop', $2, $3, $4, $5, $6, $7,
+                   CASE WHEN $8 THEN now() + interval '30 seconds' END)
+           RETURNING id""",
+        queue_id,
+        {} if payload is None else payload,
+        status,
+        idempotency_key,
+        attempt,
+        max_attempts,
+        worker_id,
+        leased,
+    )
+
+
+async def _execution(
+    db: Conn, job_id: int, queue_id: uuid.UUID, seq: int, worker_id: uuid.UUID | None
+) -> None:
+    await db.execute(
+        """INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status)
+           VALUES ($1, $2, $3, $3, $4, 'failed')""",
+        job_id,
+        queue_id,
+        seq,
+        worker_id,
+    )
+
+
+def _payload_of_size(size: int) -> dict[str, str]:
+    """A JSON object whose text form (as jsonb prints it) is exactly `size` bytes."""
+    overhead = len(json.dumps({"blob": ""}, separators=(", ", ": ")))
+    payload = {"blob": "x" * (size - overhead)}
+    assert len(json.dumps(payload, separators=(", ", ": ")).encode()) == size
+    return payload
+
+
+# --- payload cap ----------------------------------------------------------------------------
+
+
+async def test_payload_at_the_cap_is_accepted_and_65_kb_is_rejected(db: Conn) -> None:
+    queue_id = await make_queue(db)
+    job_id = await _job(db, queue_id, payload=_payload_of_size(MAX_PAYLOAD_BYTES))
+    stored = await db.fetchval("SELECT octet_length(payload::text) FROM jobs WHERE id = $1", job_id)
+    assert stored == MAX_PAYLOAD_BYTES
+
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await _job(db, queue_id, payload=_payload_of_size(65 * 1024 + 1))
+    assert caught.value.constraint_name == "ck_jobs_payload_size"
+    assert await db.fetchval("SELECT count(*) FROM jobs") == 1
+
+
+@pytest.mark.parametrize("table", ["scheduled_jobs", "dead_letter_jobs"])
+async def test_other_payload_columns_are_capped_too(db: Conn, table: str) -> None:
+    queue_id = await make_queue(db)
+    big = _payload_of_size(MAX_PAYLOAD_BYTES + 1)
+    statements = {
+        "scheduled_jobs": """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler,
+                                                         payload, next_run_at)
+                             VALUES ($1, 'big', '* * * * *', 'noop', $2, now())""",
+        "dead_letter_jobs": """INSERT INTO dead_letter_jobs (queue_id, handler, payload, error,
+                                                             attempts)
+                               VALUES ($1, 'noop', $2, 'boom', 3)""",
+    }
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await db.execute(statements[table], queue_id, big)
+    assert caught.value.constraint_name == f"ck_{table}_payload_size"
+
+
+# --- uniqueness -----------------------------------------------------------------------------
+
+
+async def test_idempotency_key_is_unique_per_queue_not_globally(db: Conn) -> None:
+    tenant = await make_tenant(db)
+    emails = await make_queue(db, tenant.project_id, name="emails")
+    reports = await make_queue(db, tenant.project_id, name="reports")
+    await _job(db, emails, idempotency_key="order-42")
+
+    with pytest.raises(asyncpg.UniqueViolationError) as caught:
+        await _job(db, emails, idempotency_key="order-42")
+    assert caught.value.constraint_name == "uq_jobs_queue_id_idempotency_key"
+
+    await _job(db, reports, idempotency_key="order-42")  # another queue: allowed
+    await _job(db, emails)  # no key: never conflicts
+    await _job(db, emails)
+    assert await db.fetchval("SELECT count(*) FROM jobs") == 4
+
+
+async def test_execution_seq_is_unique_per_job(db: Conn) -> None:
+    queue_id = await make_queue(db)
+    job_id = await _job(db, queue_id)
+    await _execution(db, job_id, queue_id, 1, None)
+    with pytest.raises(asyncpg.UniqueViolationError) as caught:
+        await _execution(db, job_id, queue_id, 1, None)
+    assert caught.value.constraint_name == "uq_job_executions_job_id_execution_seq"
+
+
+# --- foreign keys: cascade down ownership, SET NULL on references ---------------------------
+
+
+async def test_deleting_a_worker_keeps_its_jobs_and_executions(db: Conn) -> None:
+    queue_id = await make_queue(db)
+    worker_id = await make_worker(db)
+    job_id = await _job(db, queue_id, status="completed", attempt=1, worker_id=worker_id)
+    await _execution(db, job_id, queue_id, 1, worker_id)
+
+    await db.execute("DELETE FROM workers WHERE id = $1", worker_id)
+
+    job = await db.fetchrow("SELECT status::text, worker_id FROM jobs WHERE id = $1", job_id)
+    assert job is not None
+    assert (job["status"], job["worker_id"]) == ("completed", None)
+    executions = await db.fetch("SELECT worker_id FROM job_executions WHERE job_id = $1", job_id)
+    assert [e["worker_id"] for e in executions] == [None]
+
+
+async def test_a_worker_holding_a_lease_cannot_be_deleted_out_from_under_it(db: Conn) -> None:
+    """SET NULL would leave a running job without an owner; the CHECK refuses, the reaper first."""
+    queue_id = await make_queue(db)
+    worker_id = await make_worker(db)
+    await _job(db, queue_id, status="running", attempt=1, worker_id=worker_id, leased=True)
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await db.execute("DELETE FROM workers WHERE id = $1", worker_id)
+    assert caught.value.constraint_name == "ck_jobs_leased_has_owner"
+
+
+async def test_deleting_a_project_cascades_to_everything_it_owns(db: Conn) -> None:
+    tenant = await make_tenant(db)
+    other = await make_tenant(db)
+    policy_id = await make_retry_policy(db, tenant.project_id)
+    queue_id = await make_queue(db, tenant.project_id, retry_policy_id=policy_id)
+    other_queue = await make_queue(db, other.project_id)
+    job_id = await _job(db, queue_id, status="dead_letter", attempt=3)
+    await _execution(db, job_id, queue_id, 1, None)
+    await db.execute(
+        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
+           VALUES ($1, 'every-minute', '* * * * *', 'noop', now())""",
+        queue_id,
+    )
+    await db.execute(
+        """INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
+           VALUES ($1, $2, 'noop', '{}', 'boom', 3)""",
+        job_id,
+        queue_id,
+    )
+    await db.execute(
+        "INSERT INTO job_logs (job_id, execution_seq, level, message) VALUES ($1, 1, 'info', 'hi')",
+        job_id,
+    )
+    await _job(db, other_queue)
+
+    await db.execute("DELETE FROM projects WHERE id = $1", tenant.project_id)
+
+    leftovers = {
+        "queues": ("SELECT count(*) FROM queues WHERE id = $1", queue_id),
+        "jobs": ("SELECT count(*) FROM jobs WHERE queue_id = $1", queue_id),
+        "job_executions": ("SELECT count(*) FROM job_executions WHERE job_id = $1", job_id),
+        "job_logs": ("SELECT count(*) FROM job_logs WHERE job_id = $1", job_id),
+        "scheduled_jobs": ("SELECT count(*) FROM scheduled_jobs WHERE queue_id = $1", queue_id),
+        "dead_letter_jobs": ("SELECT count(*) FROM dead_letter_jobs WHERE queue_id = $1", queue_id),
+        "retry_policies": (
+            "SELECT count(*) FROM retry_policies WHERE project_id = $1",
+            tenant.project_id,
+        ),
+    }
+    for table, (query, arg) in leftovers.items():
+        assert await db.fetchval(query, arg) == 0, f"{table} kept rows of the deleted project"
+    # The other tenant is untouched.
+    assert await db.fetchval("SELECT count(*) FROM jobs WHERE queue_id = $1", other_queue) == 1
+
+
+async def test_a_dead_letter_survives_purging_its_job(db: Conn) -> None:
+    queue_id = await make_queue(db)
+    payload = {"to": "ada@example.com", "template": "receipt"}
+    job_id = await _job(db, queue_id, status="dead_letter", attempt=3, payload=payload)
+    dl_id = await db.fetchval(
+        """INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
+           SELECT id, queue_id, handler, payload, 'SMTP 554 rejected', attempt FROM jobs
+           WHERE id = $1 RETURNING id""",
+        job_id,
+    )
+
+    await db.execute("DELETE FROM jobs WHERE id = $1", job_id)
+
+    row = await db.fetchrow(
+        "SELECT job_id, payload, error, attempts FROM dead_letter_jobs WHERE id = $1", dl_id
+    )
+    assert row is not None
+    assert row["job_id"] is None
+    assert row["payload"] == payload
+    assert (row["error"], row["attempts"]) == ("SMTP 554 rejected", 3)
+
+
+# --- row CHECKs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["claimed", "running"])
+async def test_a_leased_job_must_name_its_worker_and_lease(db: Conn, status: str) -> None:
+    queue_id = await make_queue(db)
+    worker_id = await make_worker(db)
+    for worker, leased in ((None, True), (worker_id, False), (None, False)):
+        with pytest.raises(asyncpg.CheckViolationError) as caught:
+            await _job(db, queue_id, status=status, attempt=1, worker_id=worker, leased=leased)
+        assert caught.value.constraint_name == "ck_jobs_leased_has_owner"
+    await _job(db, queue_id, status=status, attempt=1, worker_id=worker_id, leased=True)
+
+
+@pytest.mark.parametrize(("attempt", "max_attempts"), [(-1, 3), (4, 3)])
+async def test_attempt_stays_within_0_and_max_attempts(
+    db: Conn, attempt: int, max_attempts: int
+) -> None:
+    queue_id = await make_queue(db)
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await _job(db, queue_id, attempt=attempt, max_attempts=max_attempts)
+    assert caught.value.constraint_name == "ck_jobs_attempt_range"
+    await _job(db, queue_id, attempt=max_attempts, max_attempts=max_attempts)
+
+
+# --- the lifecycle trigger ------------------------------------------------------------------
+
+
+async def test_the_trigger_refuses_completed_to_running(db: Conn) -> None:
+    queue_id = await make_queue(db)
+    worker_id = await make_worker(db)
+    job_id = await _job(db, queue_id, status="completed", attempt=1)
+    with pytest.raises(asyncpg.CheckViolationError, match="illegal job transition"):
+        await db.execute(
+            """UPDATE jobs SET status = 'running', worker_id = $2,
+                               lock_expires_at = now() + interval '30 seconds'
+               WHERE id = $1""",
+            job_id,
+            worker_id,
+        )
+    assert await db.fetchval("SELECT status::text FROM jobs WHERE id = $1", job_id) == "completed"
+
+
+async def test_the_trigger_and_the_python_map_agree_edge_for_edge(db: Conn) -> None:
+    """Every (from, to) pair: the database allows exactly the edges ALLOWED_TRANSITIONS lists."""
+    queue_id = await make_queue(db)
+    worker_id = await make_worker(db)
+    disagreements: list[str] = []
+    for current in JobStatus:
+        leased = current in (JobStatus.CLAIMED, JobStatus.RUNNING)
+        job_id = await _job(
+            db,
+            queue_id,
+            status=current.value,
+            attempt=1,
+            worker_id=worker_id if leased else None,
+            leased=leased,
+        )
+        for target in JobStatus:
+            if target == current:
+                continue
+            allowed_in_db = True
+            try:
+                async with db.transaction():
+                    await db.execute(
+                        """UPDATE jobs SET status = $2, worker_id = $3,
+                                          lock_expires_at = now() + interval '30 seconds'
+                           WHERE id = $1""",
+                        job_id,
+                        target.value,
+                        worker_id,
+                    )
+                    raise _Rollback
+            except _Rollback:
+                pass
+            except asyncpg.CheckViolationError:
+                allowed_in_db = False
+            if allowed_in_db != (target in ALLOWED_TRANSITIONS[current]):
+                disagreements.append(f"{current} -> {target}: database allows={allowed_in_db}")
+    assert disagreements == []
+
+
+class _Rollback(Exception):
+    """Raised inside a transaction block only to roll it back."""
+
+
+# --- what tables.py promises ----------------------------------------------------------------
+
+
+async def test_the_schema_has_the_promised_shape(db: Conn) -> None:
+    tables = {
+        r["tablename"]
+        for r in await db.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    }
+    assert tables == set(metadata.tables) | {"alembic_version"}
+    assert len(metadata.tables) >= 15
+
+    enums = {
+        r["typname"]: r["labels"]
+        for r in await db.fetch(
+            """SELECT t.typname, array_agg(e.enumlabel ORDER BY e.enumsortorder) AS labels
+               FROM pg_type t JOIN pg_enum e ON e.enumtypid = t.oid
+               JOIN pg_namespace n ON n.oid = t.typnamespace
+               WHERE n.nspname = 'public' GROUP BY t.typname"""
+        )
+    }
+    assert set(enums) == {
+        "job_status",
+        "member_role",
+        "backoff_strategy",
+        "worker_status",
+        "execution_status",
+    }
+    assert enums["job_status"] == [s.value for s in JobStatus]
+
+    claim_index = await db.fetchval(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'jobs' AND indexname = 'idx_jobs_claim'"
+    )
+    assert claim_index == (
+        "CREATE INDEX idx_jobs_claim ON public.jobs USING btree "
+        "(queue_id, priority DESC, run_at, id) WHERE (status = 'queued'::job_status)"
+    )
+
+    fillfactor = await db.fetchval("SELECT reloptions FROM pg_class WHERE relname = 'jobs'")
+    assert "fillfactor=80" in fillfactor
