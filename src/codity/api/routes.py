@@ -7,10 +7,14 @@ It feeds the router (`routing.mount_routes`), the OpenAPI document, the isolatio
 from __future__ import annotations
 
 from codity.api.resources import (
+    api_keys,
     auth,
     dead_letters,
     jobs,
+    members,
+    orgs,
     overview,
+    projects,
     queues,
     retry_policies,
     schedules,
@@ -20,6 +24,10 @@ from codity.api.routing import Route
 
 ALL_ROUTES: tuple[Route, ...] = (
     *auth.ROUTES,
+    *orgs.ROUTES,
+    *members.ROUTES,
+    *projects.ROUTES,
+    *api_keys.ROUTES,
     *retry_policies.ROUTES,
     *queues.ROUTES,
     *jobs.ROUTES,

@@ -1,0 +1,115 @@
+"""/projects/{project_id}/dead-letters: list with reasons, replay (one, many, a whole queue),
+discard (one, many). Replay and discard go through `codity.core`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Query, Response
+
+from codity import core
+from codity.api.deps import DbPool, ProjectScope
+from codity.api.read_models.dead_letters import ids_in_project, list_dead_letters, summarise
+from codity.api.read_models.pagination import decode_cursor, encode_cursor
+from codity.api.resource_errors import InvalidCursorError
+from codity.api.resources._params import Cursor, DeadLetterId, Limit, QueueFilter
+from codity.api.routing import Route, Scope
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE
+from codity.api.schemas.dead_letters import (
+    DeadLetterDiscard,
+    DeadLetterReplay,
+    DeadLettersPage,
+    DiscardResult,
+    ReplayResult,
+)
+from codity.domain.states import MemberRole
+
+TAG = "dead-letters"
+BASE = "/projects/{project_id}/dead-letters"
+ONE = BASE + "/{dead_letter_id}"
+
+
+async def list_project_dead_letters(
+    ctx: ProjectScope,
+    pool: DbPool,
+    queue: QueueFilter = None,
+    include_replayed: Annotated[bool, Query(description="also list replayed ones")] = False,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
+) -> DeadLettersPage:
+    after = None
+    if cursor:
+        failed_at, did = decode_cursor(cursor, 2)
+        try:
+            after = (datetime.fromisoformat(str(failed_at)), uuid.UUID(str(did)))
+        except ValueError:
+            raise InvalidCursorError(
+                "cursor is not valid: pass next_cursor back unchanged"
+            ) from None
+    queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
+    items = await list_dead_letters(
+        pool,
+        ctx.project_id,
+        queue_id=queue_id,
+        include_replayed=include_replayed,
+        limit=limit,
+        after=after,
+    )
+    total, reasons = await summarise(
+        pool, ctx.project_id, queue_id=queue_id, include_replayed=include_replayed
+    )
+    last = items[-1] if len(items) == limit else None
+    return DeadLettersPage(
+        items=items,
+        next_cursor=encode_cursor(last.failed_at.isoformat(), str(last.id)) if last else None,
+        total=total,
+        reasons=reasons,
+    )
+
+
+async def replay_one(ctx: ProjectScope, pool: DbPool, dead_letter_id: DeadLetterId) -> ReplayResult:
+    ids = await ids_in_project(pool, ctx.project_id, [dead_letter_id])
+    job_ids = await core.replay_dead_letters(pool, ids)
+    return ReplayResult(replayed=len(job_ids), job_ids=job_ids)
+
+
+async def replay_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterReplay) -> ReplayResult:
+    """Either the listed ids (all must be this project's, else 404 and nothing replayed) or
+    every pending dead letter of one queue."""
+    if body.queue is not None:
+        queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
+        job_ids = await core.replay_queue_dead_letters(pool, queue.id)
+    else:
+        ids = await ids_in_project(pool, ctx.project_id, body.ids or [])
+        job_ids = await core.replay_dead_letters(pool, ids)
+    return ReplayResult(replayed=len(job_ids), job_ids=job_ids)
+
+
+async def discard_one(ctx: ProjectScope, pool: DbPool, dead_letter_id: DeadLetterId) -> Response:
+    ids = await ids_in_project(pool, ctx.project_id, [dead_letter_id])
+    await core.discard_dead_letters(pool, ids)
+    return Response(status_code=204)
+
+
+async def discard_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterDiscard) -> DiscardResult:
+    ids = await ids_in_project(pool, ctx.project_id, body.ids)
+    return DiscardResult(discarded=await core.discard_dead_letters(pool, ids))
+
+
+_P = Scope.PROJECT
+ROUTES: list[Route] = [
+    Route("GET", BASE, list_project_dead_letters, _P, MemberRole.VIEWER,
+          "List dead letters (most recent first) with the most frequent reasons",
+          response_model=DeadLettersPage, tags=(TAG,)),
+    Route("POST", BASE + "/replay", replay_many, _P, MemberRole.MEMBER,
+          "Replay many dead letters, or every pending one of a queue",
+          response_model=ReplayResult, tags=(TAG,)),
+    Route("POST", BASE + "/discard", discard_many, _P, MemberRole.MEMBER,
+          "Discard many dead letters", response_model=DiscardResult, tags=(TAG,)),
+    Route("POST", ONE + "/replay", replay_one, _P, MemberRole.MEMBER,
+          "Replay one dead letter", response_model=ReplayResult, tags=(TAG,)),
+    Route("DELETE", ONE, discard_one, _P, MemberRole.MEMBER,
+          "Discard one dead letter", status_code=204, tags=(TAG,)),
+]  # fmt: skip

@@ -1,0 +1,241 @@
+"""/projects/{project_id}/jobs: enqueue (one, bulk), list, detail, logs, retry, cancel.
+
+Every state change goes through `codity.core`. Enqueue reserves the project's per-minute quota
+BEFORE writing anything (`check_enqueue_quota`), so a request past the limit stores nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Header, Query, Response
+
+from codity import core
+from codity.api.deps import DbPool, ProjectScope
+from codity.api.ratelimit import check_enqueue_quota
+from codity.api.read_models.jobs import (
+    JobFilter,
+    get_job,
+    get_job_detail,
+    list_job_logs,
+    list_jobs,
+)
+from codity.api.read_models.pagination import decode_cursor, encode_cursor
+from codity.api.resource_errors import InvalidCursorError
+from codity.api.resources._params import Cursor, JobId, Limit, QueueFilter
+from codity.api.routing import RateLimitClass, Route, Scope
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
+from codity.api.schemas.jobs import (
+    EnqueuedJobPublic,
+    JobCreate,
+    JobDetail,
+    JobFields,
+    JobLogsPage,
+    JobPublic,
+    JobsBulkCreate,
+    JobsBulkResult,
+    JobsPage,
+)
+from codity.domain.errors import ValidationError
+from codity.domain.states import JobStatus, MemberRole
+
+TAG = "jobs"
+BASE = "/projects/{project_id}/jobs"
+ONE = BASE + "/{job_id}"
+
+IdempotencyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=NO_NUL_PATTERN,
+        description="alternative to the body's idempotency_key",
+    ),
+]
+
+
+def _new_job(fields: JobFields, *, batch_id: uuid.UUID | None, key: str | None) -> core.NewJob:
+    return core.NewJob(
+        handler=fields.handler,
+        payload=fields.payload,
+        priority=fields.priority,
+        run_at=fields.run_at,
+        delay_s=fields.delay_s,
+        idempotency_key=key,
+        batch_id=batch_id,
+        depends_on=tuple(fields.depends_on),
+        timeout_ms=fields.timeout_ms,
+        max_attempts=fields.max_attempts,
+        retry_policy_id=fields.retry_policy_id,
+    )
+
+
+def _one_key(body_key: str | None, header_key: str | None) -> str | None:
+    if body_key and header_key and body_key != header_key:
+        raise ValidationError(
+            "the Idempotency-Key header and the body's idempotency_key differ; give one"
+        )
+    return body_key or header_key
+
+
+async def enqueue_job(
+    ctx: ProjectScope,
+    pool: DbPool,
+    body: JobCreate,
+    response: Response,
+    idempotency_key: IdempotencyHeader = None,
+) -> JobPublic:
+    """201 with the new job; 200 with the existing one when the idempotency key matched."""
+    key = _one_key(body.idempotency_key, idempotency_key)
+    queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
+    await check_enqueue_quota(pool, ctx.project_id, 1)
+    result = await core.enqueue(pool, queue.id, _new_job(body, batch_id=body.batch_id, key=key))
+    if not result.created:
+        response.status_code = 200
+    return await get_job(pool, ctx.project_id, result.id)
+
+
+async def enqueue_bulk(
+    ctx: ProjectScope,
+    pool: DbPool,
+    body: JobsBulkCreate,
+    idempotency_key: IdempotencyHeader = None,
+) -> JobsBulkResult:
+    """All or nothing: every job is written in one transaction, under one batch id.
+
+    The `Idempotency-Key` header makes the whole batch repeatable: job i gets `<key>:<i>`.
+    """
+    batch_id = body.batch_id or uuid.uuid4()
+    names = {job.queue or body.queue for job in body.jobs}
+    queue_ids = {
+        name: (await core.resolve_queue(pool, ctx.project_id, name)).id
+        for name in sorted(n for n in names if n is not None)
+    }
+    await check_enqueue_quota(pool, ctx.project_id, len(body.jobs))
+    by_queue: dict[uuid.UUID, list[int]] = {}
+    for i, job in enumerate(body.jobs):
+        by_queue.setdefault(queue_ids[job.queue or body.queue or ""], []).append(i)
+    out: list[EnqueuedJobPublic | None] = [None] * len(body.jobs)
+    async with pool.acquire() as conn, conn.transaction():
+        for queue_id, positions in by_queue.items():
+            new_jobs = [
+                _new_job(
+                    body.jobs[i],
+                    batch_id=batch_id,
+                    key=body.jobs[i].idempotency_key
+                    or (f"{idempotency_key}:{i}" if idempotency_key else None),
+                )
+                for i in positions
+            ]
+            results = await core.enqueue_many(conn, queue_id, new_jobs)
+            for i, r in zip(positions, results, strict=True):
+                out[i] = EnqueuedJobPublic(
+                    id=r.id, queue_id=queue_id, status=r.status, created=r.created
+                )
+    return JobsBulkResult(batch_id=batch_id, jobs=[j for j in out if j is not None])
+
+
+async def list_project_jobs(
+    ctx: ProjectScope,
+    pool: DbPool,
+    queue: QueueFilter = None,
+    status: Annotated[list[JobStatus] | None, Query(description="repeat for several")] = None,
+    handler: Annotated[
+        str | None, Query(min_length=1, max_length=200, pattern=NO_NUL_PATTERN)
+    ] = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    batch_id: uuid.UUID | None = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=255,
+            pattern=NO_NUL_PATTERN,
+            description="a job id, or part of an idempotency key",
+        ),
+    ] = None,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
+) -> JobsPage:
+    before_id = None
+    if cursor:
+        value = decode_cursor(cursor, 1)[0]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged")
+        before_id = value
+    queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
+    filters = JobFilter(
+        queue_id=queue_id,
+        statuses=tuple(status or ()),
+        handler=handler,
+        created_after=created_after,
+        created_before=created_before,
+        batch_id=batch_id,
+        text=q,
+    )
+    items = await list_jobs(pool, ctx.project_id, filters, limit=limit, before_id=before_id)
+    next_cursor = encode_cursor(items[-1].id) if len(items) == limit else None
+    return JobsPage(items=items, next_cursor=next_cursor)
+
+
+async def read_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobDetail:
+    return await get_job_detail(pool, ctx.project_id, job_id)
+
+
+async def read_job_logs(
+    ctx: ProjectScope,
+    pool: DbPool,
+    job_id: JobId,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
+) -> JobLogsPage:
+    after_id = None
+    if cursor:
+        value = decode_cursor(cursor, 1)[0]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged")
+        after_id = value
+    items = await list_job_logs(pool, ctx.project_id, job_id, limit=limit, after_id=after_id)
+    next_cursor = encode_cursor(items[-1].id) if len(items) == limit else None
+    return JobLogsPage(items=items, next_cursor=next_cursor)
+
+
+async def retry_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
+    await get_job(pool, ctx.project_id, job_id)  # 404 unless it is this project's
+    await core.retry_job(pool, job_id)
+    return await get_job(pool, ctx.project_id, job_id)
+
+
+async def cancel_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
+    """Cancelled now when not started; a running job gets cancel_requested_at (worker stops it)."""
+    await get_job(pool, ctx.project_id, job_id)
+    await core.cancel_job(pool, job_id)
+    return await get_job(pool, ctx.project_id, job_id)
+
+
+_P = Scope.PROJECT
+ROUTES: list[Route] = [
+    Route("POST", BASE, enqueue_job, _P, MemberRole.MEMBER,
+          "Enqueue a job (201; 200 with the existing job when the idempotency key matched)",
+          response_model=JobPublic, status_code=201, rate_limit=RateLimitClass.ENQUEUE,
+          tags=(TAG,)),
+    Route("POST", BASE + "/bulk", enqueue_bulk, _P, MemberRole.MEMBER,
+          "Enqueue many jobs atomically under one batch id", response_model=JobsBulkResult,
+          status_code=201, rate_limit=RateLimitClass.ENQUEUE, tags=(TAG,)),
+    Route("GET", BASE, list_project_jobs, _P, MemberRole.VIEWER,
+          "List jobs (newest first) with filters", response_model=JobsPage, tags=(TAG,)),
+    Route("GET", ONE, read_job, _P, MemberRole.VIEWER,
+          "A job with its payload, executions (the retry history) and recent logs",
+          response_model=JobDetail, tags=(TAG,)),
+    Route("GET", ONE + "/logs", read_job_logs, _P, MemberRole.VIEWER,
+          "A job's log lines, oldest first", response_model=JobLogsPage, tags=(TAG,)),
+    Route("POST", ONE + "/retry", retry_job, _P, MemberRole.MEMBER,
+          "Retry a failed, dead-lettered or cancelled job", response_model=JobPublic,
+          tags=(TAG,)),
+    Route("POST", ONE + "/cancel", cancel_job, _P, MemberRole.MEMBER,
+          "Cancel a job", response_model=JobPublic, tags=(TAG,)),
+]  # fmt: skip

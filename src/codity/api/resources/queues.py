@@ -1,0 +1,97 @@
+"""/projects/{project_id}/queues: CRUD, pause/resume (through codity.core) and statistics."""
+
+from __future__ import annotations
+
+from fastapi import Response
+
+from codity import core
+from codity.api.deps import DbPool, ProjectScope
+from codity.api.read_models.pagination import decode_cursor, encode_cursor
+from codity.api.read_models.queues import get_queue, list_queues, queue_stats
+from codity.api.resources._params import Cursor, Limit, QueueId
+from codity.api.routing import Route, Scope
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE
+from codity.api.schemas.queues import (
+    QueueCreate,
+    QueuePublic,
+    QueuesPage,
+    QueueStats,
+    QueueUpdate,
+)
+from codity.api.writes import queues as writes
+from codity.domain.states import MemberRole
+
+TAG = "queues"
+BASE = "/projects/{project_id}/queues"
+ONE = BASE + "/{queue_id}"
+
+
+async def list_project_queues(
+    ctx: ProjectScope, pool: DbPool, limit: Limit = DEFAULT_PAGE_SIZE, cursor: Cursor = None
+) -> QueuesPage:
+    after = str(decode_cursor(cursor, 1)[0]) if cursor else None
+    items = await list_queues(pool, ctx.project_id, limit=limit, after_name=after)
+    next_cursor = encode_cursor(items[-1].name) if len(items) == limit else None
+    return QueuesPage(items=items, next_cursor=next_cursor)
+
+
+async def create_queue(ctx: ProjectScope, pool: DbPool, body: QueueCreate) -> QueuePublic:
+    queue_id = await writes.create_queue(pool, ctx.project_id, body)
+    return await get_queue(pool, ctx.project_id, queue_id)
+
+
+async def read_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
+    return await get_queue(pool, ctx.project_id, queue_id)
+
+
+async def update_queue(
+    ctx: ProjectScope, pool: DbPool, queue_id: QueueId, body: QueueUpdate
+) -> QueuePublic:
+    await writes.update_queue(pool, ctx.project_id, queue_id, body.model_dump(exclude_unset=True))
+    return await get_queue(pool, ctx.project_id, queue_id)
+
+
+async def delete_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> Response:
+    async with pool.acquire() as conn:
+        await writes.delete_queue(conn, ctx.project_id, queue_id)
+    return Response(status_code=204)
+
+
+async def pause_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
+    await get_queue(pool, ctx.project_id, queue_id)  # 404 unless it is this project's
+    await core.pause_queue(pool, queue_id)
+    return await get_queue(pool, ctx.project_id, queue_id)
+
+
+async def resume_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
+    await get_queue(pool, ctx.project_id, queue_id)
+    await core.resume_queue(pool, queue_id)
+    return await get_queue(pool, ctx.project_id, queue_id)
+
+
+async def read_queue_stats(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueueStats:
+    return await queue_stats(pool, ctx.project_id, queue_id)
+
+
+_P = Scope.PROJECT
+ROUTES: list[Route] = [
+    Route("GET", BASE, list_project_queues, _P, MemberRole.VIEWER,
+          "List queues with their depth", response_model=QueuesPage, tags=(TAG,)),
+    Route("POST", BASE, create_queue, _P, MemberRole.ADMIN,
+          "Create a queue", response_model=QueuePublic, status_code=201, tags=(TAG,)),
+    Route("GET", ONE, read_queue, _P, MemberRole.VIEWER,
+          "Read a queue", response_model=QueuePublic, tags=(TAG,)),
+    Route("PATCH", ONE, update_queue, _P, MemberRole.ADMIN,
+          "Change a queue's settings", response_model=QueuePublic, tags=(TAG,)),
+    Route("DELETE", ONE, delete_queue, _P, MemberRole.ADMIN,
+          "Delete a queue and its jobs (refused while jobs of it are executing)",
+          status_code=204, tags=(TAG,)),
+    Route("POST", ONE + "/pause", pause_queue, _P, MemberRole.ADMIN,
+          "Pause a queue: claims stop, running jobs finish", response_model=QueuePublic,
+          tags=(TAG,)),
+    Route("POST", ONE + "/resume", resume_queue, _P, MemberRole.ADMIN,
+          "Resume a paused queue", response_model=QueuePublic, tags=(TAG,)),
+    Route("GET", ONE + "/stats", read_queue_stats, _P, MemberRole.VIEWER,
+          "Queue statistics: depth, claimable, throughput, wait and run percentiles",
+          response_model=QueueStats, tags=(TAG,)),
+]  # fmt: skip

@@ -1,0 +1,102 @@
+"""/projects/{project_id}/retry-policies: list, create, change, delete."""
+
+from __future__ import annotations
+
+from fastapi import Response
+
+from codity.api.deps import DbPool, ProjectScope
+from codity.api.read_models.pagination import decode_cursor, encode_cursor
+from codity.api.read_models.retry_policies import get_retry_policy, list_retry_policies
+from codity.api.resources._params import Cursor, Limit, RetryPolicyId
+from codity.api.routing import Route, Scope
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE
+from codity.api.schemas.retry_policies import (
+    RetryPoliciesPage,
+    RetryPolicyCreate,
+    RetryPolicyPublic,
+    RetryPolicyUpdate,
+)
+from codity.api.writes import retry_policies as writes
+from codity.domain.errors import ValidationError
+from codity.domain.states import MemberRole
+
+TAG = "retry-policies"
+BASE = "/projects/{project_id}/retry-policies"
+
+
+async def list_policies(
+    ctx: ProjectScope, pool: DbPool, limit: Limit = DEFAULT_PAGE_SIZE, cursor: Cursor = None
+) -> RetryPoliciesPage:
+    after = str(decode_cursor(cursor, 1)[0]) if cursor else None
+    items = await list_retry_policies(pool, ctx.project_id, limit=limit, after_name=after)
+    next_cursor = encode_cursor(items[-1].name) if len(items) == limit else None
+    return RetryPoliciesPage(items=items, next_cursor=next_cursor)
+
+
+async def create_policy(
+    ctx: ProjectScope, pool: DbPool, body: RetryPolicyCreate
+) -> RetryPolicyPublic:
+    policy_id = await writes.create_retry_policy(pool, ctx.project_id, body)
+    return await get_retry_policy(pool, ctx.project_id, policy_id)
+
+
+async def update_policy(
+    ctx: ProjectScope, pool: DbPool, policy_id: RetryPolicyId, body: RetryPolicyUpdate
+) -> RetryPolicyPublic:
+    changes = body.model_dump(exclude_unset=True)
+    current = await get_retry_policy(pool, ctx.project_id, policy_id)
+    base = changes.get("base_delay_ms", current.base_delay_ms)
+    if changes.get("max_delay_ms", current.max_delay_ms) < base:
+        raise ValidationError("max_delay_ms must be at least base_delay_ms")
+    await writes.update_retry_policy(pool, ctx.project_id, policy_id, changes)
+    return await get_retry_policy(pool, ctx.project_id, policy_id)
+
+
+async def delete_policy(ctx: ProjectScope, pool: DbPool, policy_id: RetryPolicyId) -> Response:
+    await writes.delete_retry_policy(pool, ctx.project_id, policy_id)
+    return Response(status_code=204)
+
+
+ROUTES: list[Route] = [
+    Route(
+        "GET",
+        BASE,
+        list_policies,
+        Scope.PROJECT,
+        MemberRole.VIEWER,
+        "List retry policies",
+        response_model=RetryPoliciesPage,
+        tags=(TAG,),
+    ),
+    Route(
+        "POST",
+        BASE,
+        create_policy,
+        Scope.PROJECT,
+        MemberRole.ADMIN,
+        "Create a retry policy",
+        response_model=RetryPolicyPublic,
+        status_code=201,
+        tags=(TAG,),
+    ),
+    Route(
+        "PATCH",
+        BASE + "/{policy_id}",
+        update_policy,
+        Scope.PROJECT,
+        MemberRole.ADMIN,
+        "Change a retry policy",
+        response_model=RetryPolicyPublic,
+        tags=(TAG,),
+    ),
+    Route(
+        "DELETE",
+        BASE + "/{policy_id}",
+        delete_policy,
+        Scope.PROJECT,
+        MemberRole.ADMIN,
+        "Delete a retry policy (queues using it fall back to their defaults)",
+        status_code=204,
+        tags=(TAG,),
+    ),
+]
