@@ -10,6 +10,7 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from codity.db.cluster import database_url_or_embedded
 from codity.domain.errors import CodityError
@@ -23,7 +24,9 @@ T = TypeVar("T")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escape(): a message is data, not markup; "[database_unavailable]" or a "[/]" in a server
+    # error would otherwise be swallowed as a style tag or crash rich with a MarkupError.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
