@@ -144,12 +144,13 @@ def _email_payload(rng: random.Random, n: int) -> dict[str, Any]:
         "to": f"{name}@example.com",
         "subject": f"Your {template.replace('-', ' ')} #{1000 + n}",
         "template": template,
-        "body": f"Hello {name.title()}, this is message #{1000 + n}.",
+        "text": f"Hello {name.title()}, this is message #{1000 + n}.",
     }
 
 
 def _report_payload(rng: random.Random, n: int) -> dict[str, Any]:
-    return {"report": rng.choice(_REPORTS), "format": rng.choice(("csv", "pdf")), "run": n}
+    # `window_hours` is what the report.generate handler reads; the rest labels the run.
+    return {"report": rng.choice(_REPORTS), "window_hours": rng.choice((1, 24)), "run": n}
 
 
 def _webhook_payload(rng: random.Random, n: int) -> dict[str, Any]:
@@ -450,7 +451,7 @@ async def _insert_schedule(
         SCHEDULE_NAME,
         SCHEDULE_CRON,
         SCHEDULE_HANDLER,
-        {"report": "throughput", "format": "csv", "window_minutes": 1},
+        {"report": "throughput", "window_hours": 1},
         next_minute,
         owner_id,
     )
