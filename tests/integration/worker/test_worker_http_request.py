@@ -1,0 +1,184 @@
+"""`http_request` against local test servers on 127.0.0.1 (allowlisted where the test needs it).
+
+No traffic ever goes to a non-loopback address: the blocked destinations in these tests are
+refused by the guard before any connection is attempted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from codity.worker.handlers.http_request import (
+    MAX_BODY_IN_RESULT,
+    MAX_REDIRECTS,
+    HttpRequestSpec,
+    HttpStatusError,
+    perform,
+)
+from codity.worker.handlers.ssrf import DestinationRefusedError, SsrfGuard
+
+
+@dataclass
+class Server:
+    port: int
+    hits: list[str] = field(default_factory=list)
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    state = Server(port=0)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # keep test output quiet
+            pass
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._route()
+
+        def do_POST(self) -> None:
+            self._route()
+
+        def _route(self) -> None:
+            parts = urlsplit(self.path)
+            state.hits.append(parts.path)
+            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            if parts.path == "/ok":
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode() if length else ""
+                echo = {"method": self.command, "host": self.headers["Host"], "body": body}
+                self._send(200, json.dumps(echo).encode(), {"Content-Type": "application/json"})
+            elif parts.path == "/fail":
+                self._send(503, b"service unavailable")
+            elif parts.path == "/slow":
+                time.sleep(1.5)
+                self._send(200, b"late")
+            elif parts.path == "/redirect":
+                self._send(302, b"", {"Location": query["to"]})
+            elif parts.path == "/loop":
+                self._send(302, b"", {"Location": "/loop"})
+            elif parts.path == "/big":
+                self._send(200, b"x" * (MAX_BODY_IN_RESULT * 4))
+            else:
+                self._send(404, b"not found")
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+LOOPBACK_ALLOWED = SsrfGuard(allowlist=["127.0.0.1"])
+
+
+def spec(url: str, **kw: object) -> HttpRequestSpec:
+    return HttpRequestSpec.from_payload({"url": url, **kw})
+
+
+async def test_success_returns_status_headers_and_body(server: Server) -> None:
+    result = await perform(spec(server.url("/ok"), method="POST", json={"a": 1}), LOOPBACK_ALLOWED)
+    assert result["status"] == 200
+    assert result["headers"]["content-type"] == "application/json"
+    echoed = json.loads(result["body"])
+    assert echoed == {"method": "POST", "host": f"127.0.0.1:{server.port}", "body": '{"a": 1}'}
+    assert result["redirects"] == 0
+
+
+async def test_non_2xx_fails_the_attempt(server: Server) -> None:
+    with pytest.raises(HttpStatusError, match="returned HTTP 503: service unavailable"):
+        await perform(spec(server.url("/fail")), LOOPBACK_ALLOWED)
+
+
+async def test_timeout(server: Server) -> None:
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"timed out after 0\.3 s"):
+        await perform(spec(server.url("/slow"), timeout=0.3), LOOPBACK_ALLOWED)
+    assert time.monotonic() - started < 1.4  # did not wait for the slow answer
+
+
+async def test_loopback_is_refused_unless_allowlisted_and_nothing_is_sent(server: Server) -> None:
+    before = len(server.hits)
+    for host in ("127.0.0.1", "localhost"):
+        with pytest.raises(DestinationRefusedError, match="loopback"):
+            await perform(spec(server.url("/ok", host=host)), SsrfGuard())
+    assert len(server.hits) == before
+
+
+async def test_redirects_are_followed_and_each_hop_is_rechecked(server: Server) -> None:
+    ok = await perform(spec(server.url("/redirect?to=/ok")), LOOPBACK_ALLOWED)
+    assert (ok["status"], ok["redirects"]) == (200, 1)
+    for target in (
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[::ffff:127.0.0.1]/",
+        f"http://localhost:{server.port}/ok",  # loopback by another name: not on the allowlist
+    ):
+        before = list(server.hits)
+        with pytest.raises(DestinationRefusedError, match="refused"):
+            await perform(spec(server.url(f"/redirect?to={target}")), LOOPBACK_ALLOWED)
+        assert server.hits[len(before) :] == ["/redirect"]  # the blocked hop was never requested
+
+
+async def test_redirect_chains_are_capped(server: Server) -> None:
+    before = len(server.hits)
+    with pytest.raises(DestinationRefusedError, match=f"more than {MAX_REDIRECTS} redirects"):
+        await perform(spec(server.url("/loop")), LOOPBACK_ALLOWED)
+    assert len(server.hits) - before == MAX_REDIRECTS + 1
+
+
+async def test_the_body_kept_in_the_result_is_bounded(server: Server) -> None:
+    result = await perform(spec(server.url("/big")), LOOPBACK_ALLOWED)
+    assert len(result["body"]) == MAX_BODY_IN_RESULT
+    assert result["body_truncated"] is True
+    assert result["body_bytes"] == MAX_BODY_IN_RESULT * 4
+
+
+async def test_connection_goes_to_the_checked_address_with_the_original_host_header(
+    server: Server,
+) -> None:
+    """No DNS rebinding: the name is resolved once (by the guard) and the request goes to that
+    address. The system resolver knows nothing of `pinned.test`, so this only works if the
+    connection really uses the checked address."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"] if host == "pinned.test" else []
+
+    guard = SsrfGuard(allowlist=["pinned.test"], resolver=resolver)
+    result = await perform(spec(f"http://pinned.test:{server.port}/ok"), guard)
+    assert json.loads(result["body"])["host"] == f"pinned.test:{server.port}"
+
+
+def test_payload_validation() -> None:
+    from codity.worker.handlers.basic import HandlerInputError
+
+    for bad in (
+        {},
+        {"url": 5},
+        {"url": "http://x", "method": "BREW"},
+        {"url": "http://x", "timeout": -1},
+        "nope",
+    ):
+        with pytest.raises(HandlerInputError):
+            HttpRequestSpec.from_payload(bad)
