@@ -1,0 +1,108 @@
+"""Cron materialisation: once per occurrence, even with concurrent materialisers; missed runs fire once."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from codity.core import materialise_cron, occurrence_key
+
+
+async def _schedule(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, cron: str, next_run_at: datetime
+) -> uuid.UUID:
+    return await db.fetchval(
+        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, payload, next_run_at)
+           VALUES ($1, $2, $3, 'tick', '{"from": "cron"}', $4) RETURNING id""",
+        queue_id,
+        f"s-{uuid.uuid4().hex[:6]}",
+        cron,
+        next_run_at,
+    )
+
+
+async def test_due_schedule_enqueues_one_job_and_advances_from_now(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    now = await db.fetchval("SELECT now()")
+    fire = now - timedelta(seconds=5)
+    sid = await _schedule(db, queue_id, "* * * * *", fire)
+    (job_id,) = await materialise_cron(db)
+    job = await db.fetchrow("SELECT * FROM jobs WHERE id = $1", job_id)
+    assert job["idempotency_key"] == occurrence_key(sid, fire)
+    assert (job["handler"], job["payload"], job["schedule_id"], job["status"]) == (
+        "tick",
+        {"from": "cron"},
+        sid,
+        "queued",
+    )
+    s = await db.fetchrow("SELECT * FROM scheduled_jobs WHERE id = $1", sid)
+    assert s["last_job_id"] == job_id
+    assert now < s["next_run_at"] <= now + timedelta(minutes=1)
+    assert await materialise_cron(db) == []  # not due again until the next minute
+
+
+async def test_an_hour_of_missed_minutes_fires_once(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    now = await db.fetchval("SELECT now()")
+    sid = await _schedule(db, queue_id, "* * * * *", now - timedelta(hours=1))
+    fired = []
+    for _ in range(5):  # five scheduler ticks after an hour of downtime
+        fired += await materialise_cron(db)
+    assert len(fired) == 1
+    assert await db.fetchval("SELECT count(*) FROM jobs WHERE schedule_id = $1", sid) == 1
+    next_run = await db.fetchval("SELECT next_run_at FROM scheduled_jobs WHERE id = $1", sid)
+    assert next_run > now  # computed from now, not from the stale next_run_at
+
+
+async def test_two_concurrent_materialisers_enqueue_exactly_one_job_per_occurrence(
+    pool: asyncpg.Pool[Any], queue_id: uuid.UUID
+) -> None:
+    now = await pool.fetchval("SELECT now()")
+    sids = [
+        await _schedule(pool, queue_id, "* * * * *", now - timedelta(seconds=1)) for _ in range(20)
+    ]
+    start = asyncio.Event()
+
+    async def materialiser() -> list[int]:
+        await start.wait()
+        out: list[int] = []
+        for _ in range(3):
+            out += await materialise_cron(pool, limit=5)
+        return out
+
+    tasks = [asyncio.create_task(materialiser()) for _ in range(2)]
+    start.set()
+    a, b = await asyncio.gather(*tasks)
+    assert len(a) + len(b) == 20
+    assert not set(a) & set(b)
+    counts = await pool.fetch("SELECT schedule_id, count(*) AS n FROM jobs GROUP BY schedule_id")
+    assert {r["schedule_id"]: r["n"] for r in counts} == dict.fromkeys(sids, 1)
+
+
+async def test_idempotency_key_alone_stops_a_double_fire(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    """Break-it: even if two materialisers both saw the same due row (no SKIP LOCKED), the
+    occurrence key makes the second enqueue return the first job."""
+    now = await db.fetchval("SELECT now()")
+    fire = now - timedelta(seconds=1)
+    sid = await _schedule(db, queue_id, "* * * * *", fire)
+    (first,) = await materialise_cron(db)
+    await db.execute("UPDATE scheduled_jobs SET next_run_at = $2 WHERE id = $1", sid, fire)
+    (second,) = await materialise_cron(db)  # the same occurrence again
+    assert second == first
+    assert await db.fetchval("SELECT count(*) FROM jobs") == 1
+
+
+async def test_invalid_stored_expression_disables_schedule(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    sid = await _schedule(db, queue_id, "not a cron", datetime.now(UTC) - timedelta(minutes=1))
+    assert await materialise_cron(db) == []
+    assert await db.fetchval("SELECT enabled FROM scheduled_jobs WHERE id = $1", sid) is False

@@ -1,0 +1,161 @@
+"""Reaper (refund, fencing), promoter, dead-worker sweep, prune."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+from tests.integration.core.helpers import executions, expire_leases, job_row, new_worker
+
+from codity.core import (
+    Completion,
+    LogEntry,
+    NewJob,
+    append_logs,
+    claim,
+    complete,
+    enqueue,
+    heartbeat,
+    mark_running,
+    promote_due,
+    prune,
+    reap_expired,
+    report_progress,
+    sweep_dead_workers,
+)
+from codity.domain.errors import ValidationError
+
+LEASE_MS = 30_000
+
+
+async def test_fencing_stale_worker_cannot_complete_reclaimed_job(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    a, b = await new_worker(db), await new_worker(db)
+    job = await enqueue(db, queue_id, NewJob("h"))
+    (held_by_a,) = await claim(db, a, [queue_id], 1, LEASE_MS)
+    await mark_running(db, [held_by_a.fence])
+    await expire_leases(db, job.id)
+    assert await reap_expired(db) == [job.id]
+    (held_by_b,) = await claim(db, b, [queue_id], 1, LEASE_MS)
+    assert held_by_b.execution_seq == held_by_a.execution_seq + 1
+
+    stale = await complete(db, [Completion(held_by_a.fence, {"from": "A"})])
+    assert stale.applied == []
+    assert stale.lease_lost == [job.id]
+    row = await job_row(db, job.id)
+    assert row["status"] == "claimed"
+    assert row["worker_id"] == b
+    assert row["result"] is None
+    # every other fenced write from A is refused too
+    assert not await report_progress(db, held_by_a.fence, 50)
+    assert not await append_logs(db, held_by_a.fence, [LogEntry("info", "hi")])
+    assert (await mark_running(db, [held_by_a.fence])).lease_lost == [job.id]
+
+    fresh = await complete(db, [Completion(held_by_b.fence, {"from": "B"})])
+    assert fresh.applied == [job.id]
+    assert (await job_row(db, job.id))["result"] == {"from": "B"}
+    assert [(e["status"], e["worker_id"]) for e in await executions(db, job.id)] == [
+        ("lost", a),
+        ("completed", b),
+    ]
+
+
+async def test_three_reaps_of_a_three_attempt_job_do_not_dead_letter(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("h", max_attempts=3))
+    for seq in (1, 2, 3, 4):
+        (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+        assert j.attempt == 1  # refunded every time
+        assert j.execution_seq == seq  # identity never repeats
+        await expire_leases(db, job.id)
+        assert await reap_expired(db) == [job.id]
+    row = await job_row(db, job.id)
+    assert row["status"] == "queued"
+    assert row["attempt"] == 0
+    assert [e["status"] for e in await executions(db, job.id)] == ["lost"] * 4
+    assert await db.fetchval("SELECT count(*) FROM dead_letter_jobs") == 0
+
+
+async def test_reaper_leaves_live_leases_alone(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    await enqueue(db, queue_id, NewJob("h"))
+    await claim(db, worker_id, [queue_id], 1, 1)
+    await heartbeat(db, worker_id, LEASE_MS)  # a live worker keeps its job
+    assert await reap_expired(db) == []
+
+
+async def test_promote_due_moves_only_due_jobs(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    due = await enqueue(db, queue_id, NewJob("h", delay_s=3600))
+    later = await enqueue(db, queue_id, NewJob("h", delay_s=3600))
+    await db.execute("UPDATE jobs SET run_at = now() - interval '1 s' WHERE id = $1", due.id)
+    assert await promote_due(db) == 1
+    assert (await job_row(db, due.id))["status"] == "queued"
+    assert (await job_row(db, later.id))["status"] == "scheduled"
+
+
+async def test_sweep_marks_silent_workers_dead_and_freezes_uptime(
+    db: asyncpg.Connection[Any],
+) -> None:
+    alive, silent = await new_worker(db), await new_worker(db)
+    await db.execute(
+        "UPDATE workers SET last_heartbeat_at = now() - interval '5 minutes' WHERE id = $1", silent
+    )
+    assert await sweep_dead_workers(db, 60_000) == [silent]
+    rows = {r["id"]: r for r in await db.fetch("SELECT id, status, stopped_at FROM workers")}
+    assert rows[silent]["status"] == "dead"
+    assert rows[silent]["stopped_at"] is not None
+    assert rows[alive]["status"] == "active"
+    assert rows[alive]["stopped_at"] is None
+    assert await sweep_dead_workers(db, 60_000) == []  # dead once, stopped_at not moved
+    with pytest.raises(ValidationError):
+        await sweep_dead_workers(db, 0)
+
+
+async def test_progress_and_logs_are_fenced_writes(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("h"))
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    assert await report_progress(db, j.fence, 40, "almost")
+    row = await job_row(db, job.id)
+    assert (row["progress"], row["progress_message"]) == (40, "almost")
+    with pytest.raises(ValidationError):
+        await report_progress(db, j.fence, 101)
+    ok = await append_logs(
+        db,
+        j.fence,
+        [LogEntry("info", "one", {"n": 1}), LogEntry("warn", "x" * 10_000, {"obj": object()})],
+    )
+    assert ok
+    logs = await db.fetch("SELECT * FROM job_logs WHERE job_id = $1 ORDER BY id", job.id)
+    assert [(r["level"], r["execution_seq"]) for r in logs] == [("info", 1), ("warn", 1)]
+    assert len(logs[1]["message"].encode()) <= 4096
+    assert isinstance(logs[1]["fields"]["obj"], str)
+
+
+async def test_prune_deletes_old_finished_jobs_and_logs_in_batches(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    for _ in range(7):
+        await enqueue(db, queue_id, NewJob("h"))
+    jobs = await claim(db, worker_id, [queue_id], 5, LEASE_MS)
+    await append_logs(db, jobs[0].fence, [LogEntry("info", "m")])
+    await complete(db, [Completion(j.fence) for j in jobs[1:]])  # jobs[0] is still running
+    await db.execute(
+        "UPDATE jobs SET finished_at = now() - interval '2 days' WHERE status = 'completed'"
+    )
+    await db.execute("UPDATE job_logs SET created_at = now() - interval '2 days'")
+    cutoff = datetime.now(UTC) - timedelta(days=1)
+    result = await prune(db, finished_before=cutoff, logs_before=cutoff, batch=2)
+    assert result.jobs == 4
+    assert result.logs == 1
+    assert await db.fetchval("SELECT count(*) FROM jobs") == 3  # the unfinished ones stay
+    assert await db.fetchval("SELECT count(*) FROM job_executions") == 0  # cascaded

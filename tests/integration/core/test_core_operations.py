@@ -1,0 +1,244 @@
+"""Cancel, retry, DLQ replay/discard, dependencies, worker registry, the transition trigger."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import Any
+
+import asyncpg
+import pytest
+from tests.factories import make_queue
+from tests.integration.core.helpers import executions, expire_leases, job_row
+
+from codity.core import (
+    Completion,
+    Failure,
+    NewJob,
+    cancel_job,
+    claim,
+    complete,
+    discard_dead_letters,
+    enqueue,
+    fail,
+    heartbeat,
+    reap_expired,
+    register_worker,
+    replay_dead_letters,
+    replay_queue_dead_letters,
+    resolve_worker_queues,
+    retry_job,
+    set_worker_status,
+)
+from codity.domain.errors import (
+    IllegalTransitionError,
+    JobNotFoundError,
+    NotFoundError,
+    QueueNotFoundError,
+)
+from codity.domain.states import ALLOWED_TRANSITIONS, JobStatus, WorkerStatus
+
+LEASE_MS = 30_000
+
+
+async def _dead_letter(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID, payload: Any
+) -> int:
+    job = await enqueue(db, queue_id, NewJob("h", payload, max_attempts=1))
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await fail(db, [Failure(j.fence, "broken")])
+    return job.id
+
+
+async def test_cancel_queued_now_running_by_request(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    waiting = await enqueue(db, queue_id, NewJob("h", delay_s=60))
+    assert await cancel_job(db, waiting.id) is JobStatus.CANCELLED
+    assert await cancel_job(db, waiting.id) is JobStatus.CANCELLED  # idempotent
+
+    running = await enqueue(db, queue_id, NewJob("h"))
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    assert await cancel_job(db, running.id) is JobStatus.CLAIMED  # still leased, cancel requested
+    beat = await heartbeat(db, worker_id, LEASE_MS)
+    assert beat.cancel_requested == [running.id]
+    await fail(db, [Failure(j.fence, "cancelled by operator", kind="cancelled")])
+    assert (await job_row(db, running.id))["status"] == "cancelled"
+    assert [e["status"] for e in await executions(db, running.id)] == ["cancelled"]
+
+    with pytest.raises(JobNotFoundError):
+        await cancel_job(db, 424242)
+
+
+async def test_cancel_requested_job_whose_worker_died_is_cancelled_by_reaper(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("h"))
+    await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await cancel_job(db, job.id)
+    await expire_leases(db, job.id)
+    await reap_expired(db)
+    assert (await job_row(db, job.id))["status"] == "cancelled"
+
+
+async def test_cancel_completed_is_illegal(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job = await enqueue(db, queue_id, NewJob("h"))
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await complete(db, [Completion(j.fence)])
+    with pytest.raises(IllegalTransitionError):
+        await cancel_job(db, job.id)
+    with pytest.raises(IllegalTransitionError):
+        await retry_job(db, job.id)
+
+
+async def test_retry_dead_letter_resets_attempts(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job_id = await _dead_letter(db, queue_id, worker_id, {"a": 1})
+    assert await retry_job(db, job_id) is JobStatus.QUEUED
+    row = await job_row(db, job_id)
+    assert (row["status"], row["attempt"]) == ("queued", 0)
+    assert await db.fetchval("SELECT replay_count FROM dead_letter_jobs") == 1
+
+
+async def test_replay_runs_again_with_new_execution_seq(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job_id = await _dead_letter(db, queue_id, worker_id, {"a": 1})
+    dl_id = await db.fetchval("SELECT id FROM dead_letter_jobs WHERE job_id = $1", job_id)
+    assert await replay_dead_letters(db, [dl_id]) == [job_id]
+    (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    assert (j.id, j.attempt, j.execution_seq, j.payload) == (job_id, 1, 2, {"a": 1})
+    dl = await db.fetchrow("SELECT * FROM dead_letter_jobs WHERE id = $1", dl_id)
+    assert dl["replay_count"] == 1
+    assert dl["replayed_at"] is not None
+    with pytest.raises(NotFoundError):
+        await replay_dead_letters(db, [uuid.uuid4()])
+
+
+async def test_replay_of_purged_job_enqueues_a_copy(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    job_id = await _dead_letter(db, queue_id, worker_id, {"copy": True})
+    await db.execute("DELETE FROM jobs WHERE id = $1", job_id)
+    dl_id = await db.fetchval("SELECT id FROM dead_letter_jobs")
+    (new_id,) = await replay_dead_letters(db, [dl_id])
+    assert new_id != job_id
+    row = await job_row(db, new_id)
+    assert (row["status"], row["payload"], row["handler"]) == ("queued", {"copy": True}, "h")
+    assert await db.fetchval("SELECT job_id FROM dead_letter_jobs") == new_id
+
+
+async def test_replay_whole_queue_and_discard(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    ids = [await _dead_letter(db, queue_id, worker_id, {"i": i}) for i in range(3)]
+    other = await make_queue(db)
+    await _dead_letter(db, other, worker_id, {})
+    assert sorted(await replay_queue_dead_letters(db, queue_id)) == sorted(ids)
+    assert await replay_queue_dead_letters(db, queue_id) == []  # nothing pending any more
+    dl_other = await db.fetchval("SELECT id FROM dead_letter_jobs WHERE queue_id = $1", other)
+    assert await discard_dead_letters(db, [dl_other]) == 1
+    assert (
+        await db.fetchval("SELECT count(*) FROM dead_letter_jobs WHERE queue_id = $1", other) == 0
+    )
+
+
+async def test_dependencies_wait_then_release(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    a = await enqueue(db, queue_id, NewJob("a"))
+    b = await enqueue(db, queue_id, NewJob("b"))
+    child = await enqueue(db, queue_id, NewJob("child", depends_on=[a.id, b.id]))
+    assert child.status is JobStatus.WAITING
+    assert (await job_row(db, child.id))["pending_dependencies"] == 2
+    got = await claim(db, worker_id, [queue_id], 10, LEASE_MS)
+    assert sorted(g.id for g in got) == [a.id, b.id]  # the waiting child is not claimable
+    await complete(db, [Completion(got[0].fence)])
+    assert (await job_row(db, child.id))["status"] == "waiting"
+    await complete(db, [Completion(got[1].fence)])
+    assert (await job_row(db, child.id))["status"] == "queued"
+    # depending on an already-completed job does not wait
+    done = await enqueue(db, queue_id, NewJob("after", depends_on=[a.id]))
+    assert done.status is JobStatus.QUEUED
+
+
+async def test_dead_lettered_dependency_cancels_dependants_recursively(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    root = await enqueue(db, queue_id, NewJob("root", max_attempts=1))
+    child = await enqueue(db, queue_id, NewJob("child", depends_on=[root.id]))
+    grandchild = await enqueue(db, queue_id, NewJob("gc", depends_on=[child.id]))
+    (j,) = await claim(db, worker_id, [queue_id], 10, LEASE_MS)
+    await fail(db, [Failure(j.fence, "x")])
+    assert (await job_row(db, child.id))["status"] == "cancelled"
+    assert (await job_row(db, grandchild.id))["status"] == "cancelled"
+
+
+async def test_cancelled_dependency_cancels_dependants(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID
+) -> None:
+    root = await enqueue(db, queue_id, NewJob("root", delay_s=60))
+    child = await enqueue(db, queue_id, NewJob("child", depends_on=[root.id]))
+    await cancel_job(db, root.id)
+    assert (await job_row(db, child.id))["status"] == "cancelled"
+
+
+async def test_worker_registry(db: asyncpg.Connection[Any]) -> None:
+    q = await make_queue(db, name="emails")
+    (info,) = await resolve_worker_queues(db, ["emails"])
+    assert info.id == q
+    assert q in [i.id for i in await resolve_worker_queues(db, None)]
+    with pytest.raises(QueueNotFoundError, match="nope"):
+        await resolve_worker_queues(db, ["emails", "nope"])
+    wid = await register_worker(
+        db, hostname="h1", pid=42, version="1", capacity=5, queue_ids=[q], queue_names=["emails"]
+    )
+    row = await db.fetchrow("SELECT * FROM workers WHERE id = $1", wid)
+    assert (row["status"], row["queue_names"], row["stopped_at"]) == ("active", ["emails"], None)
+    assert await db.fetchval("SELECT queue_id FROM worker_queues WHERE worker_id = $1", wid) == q
+    await set_worker_status(db, wid, WorkerStatus.DRAINING)
+    assert await db.fetchval("SELECT stopped_at FROM workers WHERE id = $1", wid) is None
+    await set_worker_status(db, wid, WorkerStatus.STOPPED)
+    assert await db.fetchval("SELECT stopped_at FROM workers WHERE id = $1", wid) is not None
+    with pytest.raises(NotFoundError):
+        await set_worker_status(db, uuid.uuid4(), WorkerStatus.STOPPED)
+
+
+async def test_database_trigger_matches_allowed_transitions_edge_for_edge(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """Try every (from, to) pair on a real row: the trigger must allow exactly the map's edges."""
+    job_id = (await enqueue(db, queue_id, NewJob("h"))).id
+    mismatches = []
+    for src, dst in itertools.product(JobStatus, JobStatus):
+        if src == dst:
+            continue
+        tx = db.transaction()
+        await tx.start()
+        try:
+            # Put the row in `src` without the trigger, then try the move with it.
+            await db.execute("ALTER TABLE jobs DISABLE TRIGGER jobs_lifecycle")
+            await db.execute(
+                "UPDATE jobs SET status = $2::job_status, worker_id = $3, "
+                "lock_expires_at = now() + interval '1 minute' WHERE id = $1",
+                job_id,
+                src.value,
+                worker_id,
+            )
+            await db.execute("ALTER TABLE jobs ENABLE TRIGGER jobs_lifecycle")
+            try:
+                async with db.transaction():
+                    await db.execute(
+                        "UPDATE jobs SET status = $2::job_status WHERE id = $1", job_id, dst.value
+                    )
+                allowed = True
+            except asyncpg.CheckViolationError as exc:
+                allowed = "illegal job transition" not in str(exc)  # another CHECK: a mismatch
+            if allowed != (dst in ALLOWED_TRANSITIONS[src]):
+                mismatches.append((src.value, dst.value, allowed))
+        finally:
+            await tx.rollback()
+    assert mismatches == []
