@@ -49,10 +49,13 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if not settings.database_url:
+        # Read from app.state at startup (not the closure): tests build the app once and point
+        # it at each test's own database before starting it.
+        current: Settings = app.state.settings
+        if not current.database_url:
             raise ConfigurationError("DATABASE_URL is not set")
         app.state.pool = await create_pool(
-            settings.database_url, max_size=POOL_MAX_SIZE, application_name="codity-api"
+            current.database_url, max_size=POOL_MAX_SIZE, application_name="codity-api"
         )
         try:
             yield
@@ -90,7 +93,7 @@ def create_app(
         max_age=600,
     )
     app.add_middleware(SecurityHeadersMiddleware, docs_paths=(f"{API_PREFIX}/docs",))
-    app.add_middleware(RequestContextMiddleware, settings=settings)
+    app.add_middleware(RequestContextMiddleware, state=app.state)
     return app
 
 

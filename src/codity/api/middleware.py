@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import structlog
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders, State
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -33,9 +33,13 @@ class RequestContextMiddleware:
     log line per request (method, path, status, duration, sizes, never bodies or headers); and
     any unhandled exception logged with the request id and answered as a 500 envelope."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, state: State) -> None:
         self.app = app
-        self.settings = settings
+        self.state = state  # the app's state: its `settings` are read per request
+
+    def _settings(self) -> Settings:
+        settings: Settings = self.state.settings
+        return settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -47,7 +51,7 @@ class RequestContextMiddleware:
         tokens = (
             request_id_var.set(request_id),
             client_ip_var.set(ip),
-            settings_var.set(self.settings),
+            settings_var.set(self._settings()),
         )
         structlog.contextvars.bind_contextvars(request_id=request_id)
         started = time.perf_counter()
