@@ -1,0 +1,277 @@
+"""`codity bench`: measure throughput, latency and the engine's ceiling, beside the peer.
+
+Figures are medians of several runs. With `--peer`, each of our runs is followed by a run of
+pgqueuer (the fastest Python peer) against the same server, so the noise of a shared machine
+falls on both and the ratio means something. `codity bench report` writes docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import asyncpg
+import typer
+from rich.table import Table
+
+from codity.cli import benchmarks as b
+from codity.cli._common import console, fail, friendly_errors
+from codity.db.cluster import throwaway_cluster
+from codity.db.dsn import plain_dsn, with_database
+from codity.logs import configure_logging
+
+app = typer.Typer(
+    help="Benchmarks: ours beside the peer, medians of several runs.", no_args_is_help=True
+)
+
+#: Where the peer scripts live (repo checkout); they are dev tools, not part of the package.
+PEER_DIR = Path(__file__).resolve().parents[3] / "bench"
+REPORT_PATH = Path("docs/BENCHMARKS.md")
+
+DsnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dsn",
+        help="PostgreSQL server to use (a scratch database is created on it). Default: a throwaway cluster.",
+    ),
+]
+RunsOption = Annotated[
+    int, typer.Option("--runs", min=1, help="Runs per side; the median is reported.")
+]
+PeerOption = Annotated[
+    bool, typer.Option("--peer/--no-peer", help="Also run pgqueuer, alternating with ours.")
+]
+
+
+@contextlib.contextmanager
+def _server(dsn: str | None) -> Iterator[str]:
+    # The workers under test log each job at info; a benchmark only wants its own table.
+    configure_logging("WARNING", "console")
+    if dsn:
+        yield with_database(dsn, "postgres")
+        return
+    with throwaway_cluster() as cluster:
+        yield cluster.url
+
+
+def _run_peer(script: str, server_url: str, *args: object) -> dict[str, Any]:
+    path = PEER_DIR / script
+    if not path.exists():
+        fail(f"peer script {path} not found (run from a checkout of the repository)")
+
+    async def run() -> dict[str, Any]:
+        async with b.empty_database(server_url) as url:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(path),
+                plain_dsn(url),
+                *map(str, args),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            out, err = await proc.communicate()
+            if proc.returncode != 0:
+                fail(f"peer {script} failed: {err.decode().strip().splitlines()[-1:]}")
+            result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+            return result
+
+    return asyncio.run(run())
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}×" if theirs else "n/a"
+
+
+def _throughput_rows(
+    server: str, jobs: int, workers: int, capacity: int, runs: int, peer: bool
+) -> list[list[str]]:
+    ours: list[float] = []
+    theirs: list[float] = []
+    for i in range(runs):
+        result = asyncio.run(b.throughput(server, jobs, workers, capacity))
+        ours.append(result.jobs_per_s)
+        console.print(f"  run {i + 1}: codity {result.jobs_per_s:,.0f} jobs/s", highlight=False)
+        if peer:
+            peer_result = _run_peer("peer_pgqueuer.py", server, jobs, workers, capacity)
+            theirs.append(float(peer_result["jobs_per_s"]))
+            console.print(f"  run {i + 1}: pgqueuer {theirs[-1]:,.0f} jobs/s", highlight=False)
+    row = [
+        f"throughput ({jobs:,} no-op jobs, {workers} workers × {capacity})",
+        f"{b.median(ours):,.0f} jobs/s (min {min(ours):,.0f}, max {max(ours):,.0f})",
+    ]
+    if peer:
+        row += [
+            f"{b.median(theirs):,.0f} jobs/s (min {min(theirs):,.0f}, max {max(theirs):,.0f})",
+            _ratio(b.median(ours), b.median(theirs)),
+        ]
+    return [row]
+
+
+def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -> list[list[str]]:
+    ours: list[b.Latency] = []
+    theirs: list[dict[str, Any]] = []
+    for i in range(runs):
+        ours.append(asyncio.run(b.latency(server, count, rate)))
+        console.print(
+            f"  run {i + 1}: codity p50 {ours[-1].p50_ms:.1f} ms, p95 {ours[-1].p95_ms:.1f} ms",
+            highlight=False,
+        )
+        if peer:
+            theirs.append(_run_peer("peer_pgqueuer_latency.py", server, count, rate))
+            console.print(
+                f"  run {i + 1}: pgqueuer p50 {theirs[-1]['p50_ms']:.1f} ms, p95 {theirs[-1]['p95_ms']:.1f} ms",
+                highlight=False,
+            )
+    rows = []
+    for label, attr in (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms")):
+        mine = b.median([getattr(x, attr) for x in ours])
+        row = [f"enqueue → start {label} at {rate:.0f}/s ({count} jobs)", f"{mine:.1f} ms"]
+        if peer:
+            other = b.median([float(x[attr]) for x in theirs])
+            # For latency lower is better: report how many times faster (theirs / ours).
+            row += [f"{other:.1f} ms", _ratio(other, mine)]
+        rows.append(row)
+    return rows
+
+
+def _engine_rows(server: str, jobs: int, loops: int, batch: int, runs: int) -> list[list[str]]:
+    results = []
+    for i in range(runs):
+        results.append(asyncio.run(b.engine(server, jobs, loops, batch)).jobs_per_s)
+        console.print(f"  run {i + 1}: engine {results[-1]:,.0f} jobs/s", highlight=False)
+    return [
+        [
+            f"engine: core.claim + core.complete ({jobs:,} jobs, {loops} loops, batch {batch})",
+            f"{b.median(results):,.0f} jobs/s (min {min(results):,.0f}, max {max(results):,.0f})",
+        ]
+    ]
+
+
+def _show(rows: list[list[str]], peer: bool) -> None:
+    table = Table(show_header=True, header_style="bold")
+    for header in (
+        "benchmark",
+        "codity (median)",
+        *(("pgqueuer (median)", "ratio") if peer else ()),
+    ):
+        table.add_column(header)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+@app.command("throughput")
+@friendly_errors
+def throughput_command(
+    jobs: Annotated[int, typer.Option("--jobs", min=1)] = 20_000,
+    workers: Annotated[int, typer.Option("--workers", min=1)] = 2,
+    capacity: Annotated[
+        int, typer.Option("--capacity", min=1, help="Worker capacity = claim batch.")
+    ] = 100,
+    runs: RunsOption = 3,
+    peer: PeerOption = False,
+    dsn: DsnOption = None,
+) -> None:
+    """Drain N pre-enqueued no-op jobs with W in-process workers."""
+    with _server(dsn) as server:
+        _show(_throughput_rows(server, jobs, workers, capacity, runs, peer), peer)
+
+
+@app.command("latency")
+@friendly_errors
+def latency_command(
+    count: Annotated[int, typer.Option("--count", min=10)] = 1000,
+    rate: Annotated[float, typer.Option("--rate", min=1)] = 200.0,
+    runs: RunsOption = 3,
+    peer: PeerOption = False,
+    dsn: DsnOption = None,
+) -> None:
+    """Enqueue → handler-start latency at a fixed enqueue rate, one idle worker."""
+    with _server(dsn) as server:
+        _show(_latency_rows(server, count, rate, runs, peer), peer)
+
+
+@app.command("engine")
+@friendly_errors
+def engine_command(
+    jobs: Annotated[int, typer.Option("--jobs", min=1)] = 20_000,
+    loops: Annotated[int, typer.Option("--loops", min=1)] = 4,
+    batch: Annotated[int, typer.Option("--batch", min=1)] = 500,
+    runs: RunsOption = 3,
+    dsn: DsnOption = None,
+) -> None:
+    """claim + complete through codity.core alone: the engine's ceiling without a worker."""
+    with _server(dsn) as server:
+        _show(_engine_rows(server, jobs, loops, batch, runs), False)
+
+
+async def _server_version(server: str) -> str:
+    conn = await asyncpg.connect(plain_dsn(server))
+    try:
+        version: str = await conn.fetchval("SHOW server_version")
+        return version
+    finally:
+        await conn.close()
+
+
+@app.command("report")
+@friendly_errors
+def report_command(
+    runs: RunsOption = 5,
+    dsn: DsnOption = None,
+    output: Annotated[Path, typer.Option("--output")] = REPORT_PATH,
+) -> None:
+    """Run every benchmark beside the peer and write docs/BENCHMARKS.md."""
+    with _server(dsn) as server:
+        throughput_rows = _throughput_rows(server, 20_000, 2, 100, runs, True)
+        latency_rows = _latency_rows(server, 1000, 200.0, max(1, runs // 2), True)
+        engine_rows = _engine_rows(server, 20_000, 4, 500, runs)
+        pg_version = asyncio.run(_server_version(server))
+    _show(throughput_rows + latency_rows, True)
+    _show(engine_rows, False)
+    lines = [
+        "# Benchmarks",
+        "",
+        "Generated by `codity bench report` — do not edit by hand; re-run the command to refresh.",
+        f"Machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
+        f"PostgreSQL {pg_version} (a throwaway local cluster, fsync off, unless `--dsn` was given). "
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+        "",
+        "Ours and the peer run alternately against the same server, so a noisy neighbour hits both;",
+        "figures are medians of the runs, and the ratio is the figure to read (absolute numbers",
+        "drift from run to run on shared machines). Ratio > 1 means codity is better: more jobs/s,",
+        "or lower latency (peer latency ÷ ours).",
+        "",
+        "| benchmark | codity (median) | pgqueuer (median) | ratio |",
+        "|---|---|---|---|",
+        *(f"| {' | '.join(row)} |" for row in throughput_rows + latency_rows),
+        "",
+        "| engine ceiling | codity (median) |",
+        "|---|---|",
+        *(f"| {' | '.join(row)} |" for row in engine_rows),
+        "",
+        "## How each figure is measured",
+        "",
+        "- **throughput**: N no-op jobs are enqueued first (`core.enqueue_many`), then W workers start",
+        "  (the real `Worker`: producer sized to free slots, executor, batched completer, heartbeat,",
+        "  LISTEN/NOTIFY), in one process, as the peer script runs its workers. Timed from starting the",
+        "  workers until the database shows every job `completed` — stricter than the peer's clock,",
+        "  which stops when its last handler is called.",
+        "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate; the handler",
+        "  records `now - enqueue time`. The worker wakes on NOTIFY, not on its poll interval.",
+        "- **engine**: `core.claim` + `core.complete` in loops, no handler: the cost of the protocol.",
+        "",
+        f"Regenerate: `codity bench report --runs {runs}` (about five minutes).",
+        "",
+    ]
+    output.write_text("\n".join(lines))
+    console.print(f"[green]wrote[/] {output}")

@@ -1,0 +1,245 @@
+"""The benchmark strategies behind `codity bench`: each measures one thing, in this process.
+
+- throughput: N no-op jobs pre-enqueued, W workers (the real `Worker`, in-process like the peer
+  script runs its workers) drain them; timed from starting the workers until the database shows
+  every job completed (stricter than counting handler calls: completions are batched).
+- latency: jobs enqueued at a fixed rate to an idle worker; enqueue -> handler start.
+- engine: claim + complete through `codity.core` alone, no worker: the engine's own ceiling.
+
+Every run gets a fresh scratch database so runs cannot warm each other's tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from codity import VERSION, core
+from codity.db import migrate
+from codity.db.dsn import plain_dsn, with_database
+from codity.db.pool import create_pool
+from codity.worker import HandlerRegistry, JobContext
+from codity.worker.config import WorkerConfig
+from codity.worker.service import Worker
+
+ENQUEUE_CHUNK = 5000
+BENCH_QUEUE = "bench"
+
+
+@dataclass(frozen=True)
+class Throughput:
+    jobs: int
+    seconds: float
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.seconds
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
+
+
+@asynccontextmanager
+async def scratch_database(server_url: str) -> AsyncIterator[str]:
+    """A new database on `server_url`, migrated to head; dropped afterwards."""
+    name = f"codity_bench_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(plain_dsn(server_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = with_database(server_url, name)
+    try:
+        await asyncio.to_thread(migrate.upgrade, url)
+        yield url
+    finally:
+        admin = await asyncpg.connect(plain_dsn(server_url))
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@asynccontextmanager
+async def empty_database(server_url: str) -> AsyncIterator[str]:
+    """A new empty database (for the peer, which installs its own schema); dropped afterwards."""
+    name = f"codity_peer_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(plain_dsn(server_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    try:
+        yield with_database(server_url, name)
+    finally:
+        admin = await asyncpg.connect(plain_dsn(server_url))
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+async def _make_queue(pool: asyncpg.Pool[Any]) -> uuid.UUID:
+    org = await pool.fetchval(
+        "INSERT INTO organizations (name, slug) VALUES ('bench', 'bench') RETURNING id"
+    )
+    project = await pool.fetchval(
+        "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'bench', 'bench') RETURNING id", org
+    )
+    queue_id: uuid.UUID = await pool.fetchval(
+        "INSERT INTO queues (project_id, name) VALUES ($1, $2) RETURNING id", project, BENCH_QUEUE
+    )
+    return queue_id
+
+
+async def _fill(pool: asyncpg.Pool[Any], queue_id: uuid.UUID, n: int, handler: str) -> None:
+    for start in range(0, n, ENQUEUE_CHUNK):
+        size = min(ENQUEUE_CHUNK, n - start)
+        await core.enqueue_many(pool, queue_id, [core.NewJob(handler=handler)] * size)
+    await pool.execute("VACUUM ANALYZE jobs")
+
+
+def _worker_config(url: str, capacity: int) -> WorkerConfig:
+    return WorkerConfig(
+        database_url=url,
+        capacity=capacity,
+        queue_names=(BENCH_QUEUE,),
+        heartbeat_ms=5000,
+        lease_ms=30000,
+        poll_interval_ms=500,
+        shutdown_grace_ms=5000,
+        version=VERSION,
+    )
+
+
+async def _completed(pool: asyncpg.Pool[Any]) -> int:
+    count: int = await pool.fetchval("SELECT count(*) FROM jobs WHERE status = 'completed'")
+    return count
+
+
+async def throughput(server_url: str, jobs: int, workers: int, capacity: int) -> Throughput:
+    registry = HandlerRegistry()
+    handled = [0]
+    all_handled = asyncio.Event()
+
+    @registry.handler("noop")
+    async def noop(ctx: JobContext) -> None:
+        handled[0] += 1
+        if handled[0] >= jobs:
+            all_handled.set()
+
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=4, application_name="codity-bench")
+        try:
+            queue_id = await _make_queue(pool)
+            await _fill(pool, queue_id, jobs, "noop")
+            stop = asyncio.Event()
+            started = time.perf_counter()
+            tasks = [
+                asyncio.create_task(Worker(_worker_config(url, capacity), registry).run(stop))
+                for _ in range(workers)
+            ]
+            await all_handled.wait()
+            # Handlers have all run; the clock stops when the batched completions are recorded.
+            while await _completed(pool) < jobs:  # noqa: ASYNC110 - polling the database, not an in-process flag
+                await asyncio.sleep(0.005)
+            elapsed = time.perf_counter() - started
+            stop.set()
+            await asyncio.gather(*tasks)
+            return Throughput(jobs=jobs, seconds=elapsed)
+        finally:
+            await pool.close()
+
+
+async def latency(server_url: str, count: int, rate: float) -> Latency:
+    registry = HandlerRegistry()
+    samples: list[float] = []
+    done = asyncio.Event()
+
+    @registry.handler("lat")
+    async def lat(ctx: JobContext) -> None:
+        samples.append(time.time() - float(ctx.payload["t"]))
+        if len(samples) >= count:
+            done.set()
+
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
+        try:
+            queue_id = await _make_queue(pool)
+            stop = asyncio.Event()
+            worker = Worker(_worker_config(url, 10), registry)
+            task = asyncio.create_task(worker.run(stop))
+            await asyncio.wait_for(worker.ready.wait(), 30)
+            await asyncio.sleep(0.5)
+            for _ in range(count):
+                await core.enqueue(
+                    pool, queue_id, core.NewJob(handler="lat", payload={"t": time.time()})
+                )
+                await asyncio.sleep(1 / rate)
+            await asyncio.wait_for(done.wait(), 60)
+            stop.set()
+            await task
+        finally:
+            await pool.close()
+    ordered = sorted(samples)
+    return Latency(
+        p50_ms=percentile(ordered, 0.50) * 1000,
+        p95_ms=percentile(ordered, 0.95) * 1000,
+        p99_ms=percentile(ordered, 0.99) * 1000,
+    )
+
+
+async def engine(server_url: str, jobs: int, loops: int, batch: int) -> Throughput:
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(
+            url, min_size=loops, max_size=loops + 1, application_name="codity-bench"
+        )
+        try:
+            queue_id = await _make_queue(pool)
+            await _fill(pool, queue_id, jobs, "noop")
+            worker_ids = [
+                await core.register_worker(
+                    pool,
+                    hostname="bench",
+                    pid=0,
+                    version=VERSION,
+                    capacity=batch,
+                    queue_ids=[queue_id],
+                    queue_names=[BENCH_QUEUE],
+                )
+                for _ in range(loops)
+            ]
+
+            async def loop(worker_id: uuid.UUID) -> int:
+                done = 0
+                while claimed := await core.claim(pool, worker_id, [queue_id], batch, 30_000):
+                    await core.complete(pool, [core.Completion(fence=j.fence) for j in claimed])
+                    done += len(claimed)
+                return done
+
+            started = time.perf_counter()
+            counts = await asyncio.gather(*(loop(w) for w in worker_ids))
+            elapsed = time.perf_counter() - started
+            return Throughput(jobs=sum(counts), seconds=elapsed)
+        finally:
+            await pool.close()
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
