@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from codity.cli import bench as bench_commands
 from codity.cli import db as db_commands
 from codity.cli import enqueue as enqueue_commands
 from codity.cli import scheduler as scheduler_commands
@@ -19,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db_commands.app, name="db")
+app.add_typer(bench_commands.app, name="bench")
 app.command("worker")(worker_commands.worker_command)
 app.command("scheduler")(scheduler_commands.scheduler_command)
 app.command("enqueue")(enqueue_commands.enqueue_command)
