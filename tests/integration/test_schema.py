@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy import CheckConstraint, UniqueConstraint
 from tests.factories import make_queue, make_retry_policy, make_tenant, make_worker
 
 from codity.db.tables import MAX_PAYLOAD_BYTES, metadata
@@ -349,3 +351,23 @@ async def test_the_schema_has_the_promised_shape(db: Conn) -> None:
 
     fillfactor = await db.fetchval("SELECT reloptions FROM pg_class WHERE relname = 'jobs'")
     assert "fillfactor=80" in fillfactor
+
+
+def test_database_doc_summary_matches_tables_py() -> None:
+    """docs/DATABASE.md states the schema's counts; recompute them so the doc cannot drift."""
+    tables = metadata.tables.values()
+    fks = [fk for t in tables for fk in t.foreign_keys]
+    indexes = [i for t in tables for i in t.indexes]
+    partial = [i for i in indexes if i.dialect_options["postgresql"].get("where") is not None]
+    checks = [c for t in tables for c in t.constraints if isinstance(c, CheckConstraint)]
+    uniques = [c for t in tables for c in t.constraints if isinstance(c, UniqueConstraint)]
+    enums = {c.type.name for t in tables for c in t.columns if hasattr(c.type, "enums")}
+    summary = (
+        f"{len(tables)} tables · {len(enums)} native enums · {len(indexes)} secondary indexes "
+        f"({len(partial)} partial) · {len(fks)} foreign keys "
+        f"({sum(fk.ondelete == 'CASCADE' for fk in fks)} CASCADE, "
+        f"{sum(fk.ondelete == 'SET NULL' for fk in fks)} SET NULL) · {len(checks)} CHECKs · "
+        f"{len(uniques)} UNIQUE constraints"
+    )
+    doc = Path(__file__).resolve().parents[2] / "docs" / "DATABASE.md"
+    assert summary in doc.read_text(), f"update the summary line of docs/DATABASE.md to: {summary}"
