@@ -1,5 +1,7 @@
 """/projects: the organisation's projects. Listing and creating are ORG-scoped; reading,
-renaming and deleting one are PROJECT-scoped (the guard checks the project)."""
+renaming and deleting one are PROJECT-scoped: the guard has checked the project against the
+caller's organisation, so these statements name the project by its id alone (as every
+project-scoped handler does), which is what lets the isolation test prove the guard matters."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from codity.api.resources._tenancy_common import (
 )
 from codity.api.routing import Route, Scope
 from codity.api.schemas.tenancy import ProjectCreate, ProjectPublic, ProjectsPage, ProjectUpdate
+from codity.api.security import ProjectNotFoundError
 from codity.domain.errors import ConflictError
 from codity.domain.states import MemberRole
 
@@ -80,20 +83,21 @@ async def create_project(
 
 
 async def read_project(ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
-    row = await pool.fetchrow(
-        f"SELECT {_COLUMNS} FROM projects WHERE id = $1 AND org_id = $2", ctx.project_id, ctx.org_id
-    )
+    row = await pool.fetchrow(f"SELECT {_COLUMNS} FROM projects WHERE id = $1", ctx.project_id)
+    if row is None:  # deleted between the guard's check and this read
+        raise ProjectNotFoundError("project not found")
     return ProjectPublic(**dict(row))
 
 
 async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
     async with pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(
-            f"UPDATE projects SET name = $3 WHERE id = $1 AND org_id = $2 RETURNING {_COLUMNS}",
+            f"UPDATE projects SET name = $2 WHERE id = $1 RETURNING {_COLUMNS}",
             ctx.project_id,
-            ctx.org_id,
             body.name,
         )
+        if row is None:
+            raise ProjectNotFoundError("project not found")
         await record_audit(
             conn,
             ctx.principal,
@@ -108,9 +112,7 @@ async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -
 async def delete_project(ctx: ProjectScope, pool: DbPool) -> Response:
     """Deletes the project and, by cascade, its queues, jobs, schedules and API keys."""
     async with pool.acquire() as conn, conn.transaction():
-        await conn.execute(
-            "DELETE FROM projects WHERE id = $1 AND org_id = $2", ctx.project_id, ctx.org_id
-        )
+        await conn.execute("DELETE FROM projects WHERE id = $1", ctx.project_id)
         await record_audit(
             conn, ctx.principal, "project.delete", target_type="project", target_id=ctx.project_id
         )
