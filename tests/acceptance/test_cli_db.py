@@ -6,6 +6,7 @@ under `.codity/` (dev secrets, the embedded cluster) never lands in the reposito
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -18,8 +19,11 @@ from typing import Any
 import asyncpg
 import pytest
 from tests.factories import make_queue, make_tenant
+from typer.testing import CliRunner
 
+from codity.cli import app
 from codity.db.cluster import embedded_cluster
+from codity.db.migrate import head_revision
 from codity.db.pool import connect
 from codity.db.seed import (
     DEMO_PASSWORD,
@@ -29,6 +33,7 @@ from codity.db.seed import (
     table_counts,
 )
 from codity.domain.passwords import verify_password
+from codity.settings import get_settings
 
 COMMAND_TIMEOUT_S = 90
 #: Nothing listens on port 1: the connection is refused at once.
@@ -179,44 +184,72 @@ async def test_demo_twice_against_database_url_gives_the_same_data(
     assert counts[0]["jobs"] > 0
 
 
-async def test_reset_asks_first_and_changes_nothing_when_refused(
-    database_url: str, workdir: Path
+@pytest.fixture
+def cli_in_process(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunner]:
+    """The same `codity` app run in this process (no interpreter start-up) on this test's DB.
+
+    For command logic (prompts, counts); the process-level guarantees above use subprocesses.
+    """
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
+
+
+def _sql(url: str, statement: str, *args: Any) -> Any:
+    async def go() -> Any:
+        conn = await connect(url)
+        try:
+            return await conn.fetchval(statement, *args)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def test_reset_asks_first_and_changes_nothing_when_refused(
+    cli_in_process: CliRunner, database_url: str
 ) -> None:
-    conn = await connect(database_url)
-    try:
-        await conn.execute("INSERT INTO organizations (name, slug) VALUES ('Keep', 'keep')")
-        result = codity("db", "reset", cwd=workdir, database_url=database_url, stdin="n\n")
-        assert result.returncode != 0
-        assert "Traceback" not in result.stderr
-        assert await conn.fetchval("SELECT count(*) FROM organizations") == 1
-    finally:
-        await conn.close()
+    _sql(database_url, "INSERT INTO organizations (name, slug) VALUES ('Keep', 'keep')")
+
+    refused = cli_in_process.invoke(app, ["db", "reset"], input="n\n")
+    assert refused.exit_code != 0
+    assert "nothing was changed" in refused.stderr
+    assert _sql(database_url, "SELECT count(*) FROM organizations") == 1
+
+    done = cli_in_process.invoke(app, ["db", "reset", "--yes"])
+    assert done.exit_code == 0, done.output
+    assert _sql(database_url, "SELECT count(*) FROM organizations") == 0
+    assert _sql(database_url, "SELECT version_num FROM alembic_version") == head_revision()
 
 
-async def test_resume_unpauses_every_queue_and_enables_every_schedule(
-    database_url: str, workdir: Path
+def test_resume_unpauses_every_queue_and_enables_every_schedule(
+    cli_in_process: CliRunner, database_url: str
 ) -> None:
-    conn = await connect(database_url)
-    try:
-        tenant = await make_tenant(conn)
-        for paused in (True, True, False):
-            await make_queue(conn, tenant.project_id, is_paused=paused)
-        queue_id = await make_queue(conn, tenant.project_id)
-        await conn.execute(
-            """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, enabled,
-                                           next_run_at)
-               VALUES ($1, 'off', '* * * * *', 'noop', false, now())""",
-            queue_id,
-        )
+    async def setup() -> None:
+        conn = await connect(database_url)
+        try:
+            tenant = await make_tenant(conn)
+            for paused in (True, True, False):
+                await make_queue(conn, tenant.project_id, is_paused=paused)
+            queue_id = await make_queue(conn, tenant.project_id)
+            await conn.execute(
+                """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, enabled,
+                                               next_run_at)
+                   VALUES ($1, 'off', '* * * * *', 'noop', false, now())""",
+                queue_id,
+            )
+        finally:
+            await conn.close()
 
-        result = codity("db", "resume", cwd=workdir, database_url=database_url)
+    asyncio.run(setup())
 
-        assert result.returncode == 0, result.stderr
-        assert "resumed 2 paused queue(s) and 1 disabled schedule(s)" in result.stdout
-        assert await conn.fetchval("SELECT count(*) FROM queues WHERE is_paused") == 0
-        assert await conn.fetchval("SELECT count(*) FROM scheduled_jobs WHERE NOT enabled") == 0
-    finally:
-        await conn.close()
+    result = cli_in_process.invoke(app, ["db", "resume"])
+
+    assert result.exit_code == 0, result.output
+    assert "resumed 2 paused queue(s) and 1 disabled schedule(s)" in result.stdout
+    assert _sql(database_url, "SELECT count(*) FROM queues WHERE is_paused") == 0
+    assert _sql(database_url, "SELECT count(*) FROM scheduled_jobs WHERE NOT enabled") == 0
 
 
 @pytest.mark.slow
