@@ -11,6 +11,7 @@ running unchecked.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import asyncpg
@@ -86,9 +87,11 @@ async def get_principal(
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
 
 
-def get_project_context(request: Request) -> ProjectContext:
+def get_project_context(request: Request, project_id: uuid.UUID) -> ProjectContext:
+    # `project_id` is declared so that FastAPI skips this dependency when the path's id is not
+    # a UUID (the request then answers 422) instead of calling it without a checked context.
     context: ProjectContext | None = request.scope.get(PROJECT_SCOPE_KEY)
-    if context is None:
+    if context is None or context.project_id != project_id:
         # A handler asked for ProjectScope on a route mounted without the guard: refuse to run.
         raise RuntimeError("ProjectScope used on a route that is not PROJECT-scoped")
     return context

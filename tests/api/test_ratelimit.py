@@ -1,0 +1,158 @@
+"""Rate limits kept in PostgreSQL: failed sign-ins per IP and per account, the auth ceiling,
+and the enqueue quota (nothing past the limit is stored; a bulk over it is refused whole)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+from tests.api.conftest import API, PASSWORD, Session, login, make_settings
+
+from codity.api import ratelimit
+from codity.api.errors import RateLimitedError
+from codity.settings import Settings
+
+
+def client_from(app: FastAPI, ip: str) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=(ip, 4321), raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://testserver")
+
+
+async def expire_windows(conn: asyncpg.Connection[Any]) -> None:
+    """Fast-forward: every window ends now (instead of sleeping 15 minutes)."""
+    await conn.execute("UPDATE rate_limit_buckets SET expires_at = now() - interval '1 second'")
+
+
+async def test_sixth_failed_login_from_one_ip_is_429_even_with_the_right_password(
+    client: httpx.AsyncClient,
+    owner: Session,
+    api_settings: Settings,
+    api_db: asyncpg.Connection[Any],
+) -> None:
+    limit = api_settings.rate_limit_login_failures
+    for _ in range(limit):
+        r = await login(client, owner.email, "wrong password, try again")
+        assert r.status_code == 401, r.text
+    blocked = await login(client, owner.email, "wrong password, try again")
+    assert blocked.status_code == 429
+    assert blocked.json()["error"]["code"] == "rate_limited"
+    retry_after = int(blocked.headers["Retry-After"])
+    assert 0 < retry_after <= api_settings.rate_limit_login_window_s
+    # The right password does not get through either until the window passes.
+    correct = await login(client, owner.email, PASSWORD)
+    assert correct.status_code == 429
+    await expire_windows(api_db)
+    assert (await login(client, owner.email, PASSWORD)).status_code == 200
+
+
+async def test_failures_count_per_account_across_ips(
+    app: FastAPI, client: httpx.AsyncClient, owner: Session, api_settings: Settings
+) -> None:
+    for i in range(api_settings.rate_limit_login_failures):
+        async with client_from(app, f"10.0.0.{i + 1}") as c:
+            assert (await login(c, owner.email, "wrong password, again")).status_code == 401
+    async with client_from(app, "10.9.9.9") as fresh_ip:
+        assert (await login(fresh_ip, owner.email, PASSWORD)).status_code == 429
+        # Another account from that IP is unaffected.
+        assert (
+            await login(fresh_ip, "someone-else@example.com", "whatever it is")
+        ).status_code == 401
+
+
+async def test_failures_count_per_ip_across_accounts(
+    app: FastAPI, client: httpx.AsyncClient, owner: Session, api_settings: Settings
+) -> None:
+    async with client_from(app, "192.0.2.7") as c:
+        for i in range(api_settings.rate_limit_login_failures):
+            assert (await login(c, f"nobody-{i}@example.com", "not a password")).status_code == 401
+        assert (await login(c, owner.email, PASSWORD)).status_code == 429
+    async with client_from(app, "192.0.2.8") as other_ip:
+        assert (await login(other_ip, owner.email, PASSWORD)).status_code == 200
+
+
+async def test_auth_ceiling_per_ip(
+    app: FastAPI, client: httpx.AsyncClient, owner: Session, database_url: str
+) -> None:
+    app.state.settings = make_settings(database_url, RATE_LIMIT_AUTH_PER_MINUTE=3)
+    async with client_from(app, "198.51.100.1") as c:
+        for _ in range(3):
+            r = await c.post(f"{API}/auth/refresh", json={"refresh_token": "nope"})
+            assert r.status_code == 401
+        r = await c.post(f"{API}/auth/refresh", json={"refresh_token": "nope"})
+        assert r.status_code == 429
+        assert int(r.headers["Retry-After"]) <= 60
+    async with client_from(app, "198.51.100.2") as other:
+        assert (
+            await other.post(f"{API}/auth/refresh", json={"refresh_token": "x"})
+        ).status_code == 401
+
+
+async def test_enqueue_quota_refuses_whole_requests_and_consumes_nothing_when_refused(
+    pool: asyncpg.Pool[Any],
+) -> None:
+    project = uuid.uuid4()
+    await ratelimit.check_enqueue_quota(pool, project, 6, limit=10)
+    with pytest.raises(RateLimitedError) as refused:
+        await ratelimit.check_enqueue_quota(pool, project, 5, limit=10)  # 11 > 10: refused whole
+    assert refused.value.retry_after_s >= 1
+    await ratelimit.check_enqueue_quota(pool, project, 4, limit=10)  # the refusal took nothing
+    with pytest.raises(RateLimitedError):
+        await ratelimit.check_enqueue_quota(pool, project, 1, limit=10)
+    with pytest.raises(RateLimitedError):
+        await ratelimit.check_enqueue_quota(pool, uuid.uuid4(), 11, limit=10)  # never fits
+
+
+async def test_enqueue_quota_is_exact_under_concurrency(pool: asyncpg.Pool[Any]) -> None:
+    project = uuid.uuid4()
+
+    async def one() -> bool:
+        try:
+            await ratelimit.check_enqueue_quota(pool, project, 1, limit=25)
+        except RateLimitedError:
+            return False
+        return True
+
+    results = await asyncio.gather(*(one() for _ in range(60)))
+    assert sum(results) == 25
+
+
+async def test_a_new_window_starts_after_expiry(pool: asyncpg.Pool[Any]) -> None:
+    project = uuid.uuid4()
+    await ratelimit.check_enqueue_quota(pool, project, 3, limit=3)
+    with pytest.raises(RateLimitedError):
+        await ratelimit.check_enqueue_quota(pool, project, 1, limit=3)
+    await pool.execute("UPDATE rate_limit_buckets SET expires_at = now() - interval '1 second'")
+    await ratelimit.check_enqueue_quota(pool, project, 3, limit=3)
+
+
+async def test_enqueue_route_stops_at_the_limit_and_stores_nothing_past_it(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    owner: Session,
+    api_db: asyncpg.Connection[Any],
+    database_url: str,
+) -> None:
+    from tests.factories import make_queue
+
+    limit = 5
+    app.state.settings = make_settings(database_url, RATE_LIMIT_ENQUEUE_PER_MINUTE=limit)
+    queue_id = await make_queue(api_db, owner.project_id, name="mail")
+    url = f"{API}/projects/{owner.project_id}/jobs"
+    for _ in range(limit - 2):
+        r = await client.post(url, json={"queue": "mail", "handler": "noop"}, headers=owner.headers)
+        assert r.status_code == 201, r.text
+    bulk = {"queue": "mail", "jobs": [{"handler": "noop"}] * 3}
+    r = await client.post(f"{url}/bulk", json=bulk, headers=owner.headers)
+    assert r.status_code == 429  # 3 + 3 > 5: refused whole
+    assert "Retry-After" in r.headers
+    for _ in range(2):
+        r = await client.post(url, json={"queue": "mail", "handler": "noop"}, headers=owner.headers)
+        assert r.status_code == 201
+    r = await client.post(url, json={"queue": "mail", "handler": "noop"}, headers=owner.headers)
+    assert r.status_code == 429
+    assert await api_db.fetchval("SELECT count(*) FROM jobs WHERE queue_id = $1", queue_id) == limit
