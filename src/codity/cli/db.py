@@ -30,6 +30,8 @@ def _refusals() -> Iterator[None]:
     """A statement the server refuses (permissions, a locked object...) becomes one line."""
     try:
         yield
+    except asyncpg.UndefinedTableError as exc:
+        fail(f"the schema is missing or out of date ({exc}); run `codity db migrate` first")
     except (asyncpg.PostgresError, SQLAlchemyError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         fail(f"the database refused the operation: {type(exc).__name__}: {first_line}")
