@@ -32,9 +32,10 @@ def decode_cursor(cursor: str | None) -> str | None:
     if cursor is None:
         return None
     try:
-        value = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = base64.b64decode(padded, altchars=b"-_", validate=True).decode()
     except (ValueError, UnicodeError, binascii.Error):
         raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged") from None
-    if "\x00" in value:
+    if not value or "\x00" in value:
         raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged")
     return value

@@ -16,6 +16,7 @@ from codity.api.audit import record_audit
 from codity.api.deps import DbPool, ProjectScope
 from codity.api.resources._tenancy_common import (
     DEFAULT_LIMIT,
+    InvalidCursorError,
     PageCursor,
     PageLimit,
     decode_cursor,
@@ -43,7 +44,7 @@ async def list_api_keys(
     try:
         after_id = uuid.UUID(after) if after else None
     except ValueError:
-        after_id = None
+        raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged") from None
     rows = await pool.fetch(
         f"""SELECT {_COLUMNS} FROM api_keys
              WHERE project_id = $1 AND ($2::uuid IS NULL OR id > $2)

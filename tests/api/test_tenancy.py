@@ -1,0 +1,125 @@
+"""Organisation, members, projects: roles, invitations, the last-owner rule, audit events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+import httpx
+from tests.api.conftest import API, MakeOrgUser, Session, register_and_login, unique_email
+
+
+async def test_org_read_and_rename_by_owner_only(
+    client: httpx.AsyncClient, owner: Session, make_org_user: MakeOrgUser
+) -> None:
+    r = await client.get(f"{API}/org", headers=owner.headers)
+    assert r.status_code == 200
+    assert r.json()["id"] == str(owner.org_id)
+    admin = await make_org_user("admin")
+    assert (
+        await client.patch(f"{API}/org", json={"name": "X"}, headers=admin.headers)
+    ).status_code == 403
+    r = await client.patch(f"{API}/org", json={"name": "Renamed"}, headers=owner.headers)
+    assert r.json()["name"] == "Renamed"
+
+
+async def test_add_existing_user_and_invite_unknown_email(
+    client: httpx.AsyncClient, owner: Session, api_db: asyncpg.Connection[Any]
+) -> None:
+    other = await register_and_login(client, org_name="Elsewhere")
+    r = await client.post(
+        f"{API}/org/members", json={"email": other.email, "role": "admin"}, headers=owner.headers
+    )
+    assert r.status_code == 201, r.text
+    assert r.json()["status"] == "added"
+    assert r.json()["member"]["role"] == "admin"
+    again = await client.post(
+        f"{API}/org/members", json={"email": other.email}, headers=owner.headers
+    )
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "already_member"
+
+    newcomer = unique_email("invitee")
+    r = await client.post(
+        f"{API}/org/members", json={"email": newcomer, "role": "viewer"}, headers=owner.headers
+    )
+    assert r.json()["status"] == "invited"
+    # Registering with the invited email joins the organisation with the invited role.
+    joined = await register_and_login(client, email=newcomer, org_name="Own Org")
+    me = (await client.get(f"{API}/auth/me", headers=joined.headers)).json()
+    assert (str(owner.org_id), "viewer") in {(m["org"]["id"], m["role"]) for m in me["memberships"]}
+    members = (await client.get(f"{API}/org/members", headers=owner.headers)).json()["items"]
+    assert {m["email"] for m in members} == {owner.email, other.email, newcomer}
+    actions = await api_db.fetch(
+        "SELECT action FROM audit_events WHERE org_id = $1 ORDER BY id", owner.org_id
+    )
+    assert [a["action"] for a in actions][-2:] == ["member.add", "member.invite"]
+
+
+async def test_the_last_owner_cannot_be_demoted_or_removed(
+    client: httpx.AsyncClient, owner: Session, make_org_user: MakeOrgUser
+) -> None:
+    url = f"{API}/org/members/{owner.user_id}"
+    r = await client.patch(url, json={"role": "admin"}, headers=owner.headers)
+    assert r.status_code == 409
+    assert r.json()["error"]["code"] == "last_owner"
+    assert (await client.delete(url, headers=owner.headers)).status_code == 409
+    # With a second owner, the first can step down.
+    second = await make_org_user("member")
+    r = await client.patch(
+        f"{API}/org/members/{second.user_id}", json={"role": "owner"}, headers=owner.headers
+    )
+    assert r.status_code == 200
+    assert (
+        await client.patch(url, json={"role": "admin"}, headers=owner.headers)
+    ).status_code == 200
+    # The demotion applies on the next request, not when the token expires.
+    r = await client.patch(
+        f"{API}/org/members/{second.user_id}", json={"role": "viewer"}, headers=owner.headers
+    )
+    assert r.status_code == 403
+
+
+async def test_member_of_another_org_is_not_found(
+    client: httpx.AsyncClient, owner: Session, outsider: Session
+) -> None:
+    r = await client.patch(
+        f"{API}/org/members/{outsider.user_id}", json={"role": "viewer"}, headers=owner.headers
+    )
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "member_not_found"
+
+
+async def test_projects_crud_and_pagination(
+    client: httpx.AsyncClient, owner: Session, make_org_user: MakeOrgUser
+) -> None:
+    for name in ("Alpha", "Beta", "Gamma"):
+        r = await client.post(f"{API}/projects", json={"name": name}, headers=owner.headers)
+        assert r.status_code == 201, r.text
+    dup = await client.post(f"{API}/projects", json={"name": "alpha"}, headers=owner.headers)
+    assert dup.status_code == 409
+    assert dup.json()["error"]["code"] == "slug_taken"
+
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = (await client.get(f"{API}/projects", params=params, headers=owner.headers)).json()
+        seen += [p["slug"] for p in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == ["alpha", "beta", "default", "gamma"]
+    bad = await client.get(f"{API}/projects", params={"cursor": "%%%"}, headers=owner.headers)
+    assert bad.status_code == 422
+
+    member = await make_org_user("member")
+    assert (
+        await client.post(f"{API}/projects", json={"name": "M"}, headers=member.headers)
+    ).status_code == 403
+    url = f"{API}/projects/{owner.project_id}"
+    assert (await client.patch(url, json={"name": "Main"}, headers=owner.headers)).json()[
+        "name"
+    ] == "Main"
+    assert (await client.delete(url, headers=owner.headers)).status_code == 204
+    assert (await client.get(url, headers=owner.headers)).status_code == 404
