@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -15,6 +16,9 @@ from codity.settings import Settings
 
 def setup_logging(settings: Settings, service: str) -> None:
     configure_logging(settings.log_level, settings.log_format, service=service)
+    # asyncpg's pool logs a full traceback each time it fails to refill during an outage; the
+    # services already log one structured line per failed attempt with the retry delay.
+    logging.getLogger("asyncpg.pool").setLevel(logging.CRITICAL)
 
 
 def run_until_signalled(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]]) -> None:
