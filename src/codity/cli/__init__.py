@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from codity.cli import api as api_commands
 from codity.cli import bench as bench_commands
 from codity.cli import db as db_commands
 from codity.cli import enqueue as enqueue_commands
@@ -26,6 +27,7 @@ app.command("scheduler")(scheduler_commands.scheduler_command)
 app.command("enqueue")(enqueue_commands.enqueue_command)
 app.command("up")(up_commands.up_command)
 app.command("web")(web_commands.web)
+app.command("api")(api_commands.api_command)
 
 
 def main() -> None:
