@@ -46,11 +46,13 @@ class Procs:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         name: str | None = None,
+        unset: tuple[str, ...] = (),
     ) -> subprocess.Popen[bytes]:
         label = name or f"{args[0]}-{len(self.started)}"
         log_path = self.tmp / f"{label}.log"
         full_env = {**os.environ, **FAST_ENV, "DATABASE_URL": self.database_url, **(env or {})}
-        full_env.pop("TEST_DATABASE_URL", None)
+        for key in ("TEST_DATABASE_URL", *unset):
+            full_env.pop(key, None)
         with log_path.open("wb") as log_file:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "codity.cli", *args],
