@@ -88,6 +88,7 @@ class RequestContextMiddleware:
                 duration_ms=round((time.perf_counter() - started) * 1000, 2),
                 response_bytes=response_bytes,
                 client_ip=ip,
+                request_id=request_id,
             )
             structlog.contextvars.unbind_contextvars("request_id")
             settings_var.reset(tokens[2])

@@ -146,9 +146,7 @@ def _chain(route: Route, *, guard: bool) -> list[DependsParam]:
 
 
 def _error_statuses(route: Route) -> list[int]:
-    statuses = [400, 404, 409, 422, 429]
-    if route.scope is not Scope.PUBLIC or route.rate_limit is RateLimitClass.LOGIN:
-        statuses.append(401)
+    statuses = [400, 401, 404, 409, 422, 429]  # 401 too on PUBLIC: bad credentials/tokens
     if route.scope is not Scope.PUBLIC:
         statuses.append(403)
     if route.mutating:
