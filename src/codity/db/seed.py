@@ -196,7 +196,7 @@ def _backoff_ms(policy: PolicySpec, attempt: int) -> int:
 
 
 def _retried(queue: str, handler: str, failures: int, start: datetime) -> list[Attempt]:
-    """`failures` failed attempts spaced by the queue's backoff, then (if room) a success."""
+    """`failures` failed attempts, each followed by the queue's (un-jittered) backoff delay."""
     policy = _policy_for(queue)
     attempts: list[Attempt] = []
     at = start
