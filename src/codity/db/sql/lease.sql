@@ -8,8 +8,9 @@
 UPDATE jobs j
 SET status = 'running', started_at = COALESCE(j.started_at, now()), updated_at = now()
 FROM unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
-WHERE j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
-  AND j.status IN ('claimed', 'running')
+WHERE j.id = ANY($1::bigint[])  -- planner steering: see complete_jobs in outcomes.sql
+  AND j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+  AND j.status::text IN ('claimed', 'running')
 RETURNING j.id;
 
 -- name: heartbeat

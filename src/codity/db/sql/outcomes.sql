@@ -12,8 +12,12 @@ done AS (
   SET status = 'completed', result = f.result, finished_at = now(), updated_at = now(),
       lock_expires_at = NULL, cancel_requested_at = NULL
   FROM f
-  WHERE j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
-    AND j.status IN ('claimed', 'running')
+  -- Planner steering: `j.id = ANY($1)` offers the primary-key path, and comparing status as
+  -- text keeps the planner off the leased partial indexes, whose statistics (taken when few
+  -- jobs were leased) make a full scan of them per input row look free.
+  WHERE j.id = ANY($1::bigint[])
+    AND j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+    AND j.status::text IN ('claimed', 'running')
   RETURNING j.id, j.queue_id, j.execution_seq, j.attempt, j.worker_id, j.claimed_at, j.started_at
 ),
 executions AS (
@@ -74,7 +78,8 @@ JOIN unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
   ON j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
 JOIN queues q ON q.id = j.queue_id
 LEFT JOIN retry_policies rp ON rp.id = COALESCE(j.retry_policy_id, q.retry_policy_id)
-WHERE j.status IN ('claimed', 'running')
+WHERE j.id = ANY($1::bigint[])  -- planner steering: see complete_jobs
+  AND j.status::text IN ('claimed', 'running')
 ORDER BY j.id
 FOR UPDATE OF j;
 
@@ -100,7 +105,7 @@ moved AS (
       cancel_requested_at = CASE WHEN f.status = 'cancelled' THEN j.cancel_requested_at END,
       updated_at = now()
   FROM f
-  WHERE j.id = f.id
+  WHERE j.id = ANY($1::bigint[]) AND j.id = f.id
   RETURNING j.id, j.queue_id, j.handler, j.payload, j.execution_seq, j.attempt, j.worker_id,
             j.claimed_at, j.started_at, j.status::text AS status, f.error, f.traceback,
             f.exec_status
@@ -131,8 +136,9 @@ back AS (
   SET status = 'queued', attempt = GREATEST(j.attempt - 1, 0), lock_expires_at = NULL,
       progress = NULL, progress_message = NULL, updated_at = now()
   FROM f
-  WHERE j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
-    AND j.status IN ('claimed', 'running')
+  WHERE j.id = ANY($1::bigint[])  -- planner steering: see complete_jobs
+    AND j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+    AND j.status::text IN ('claimed', 'running')
   RETURNING j.id, j.queue_id, j.execution_seq, j.attempt + 1 AS attempt, j.worker_id,
             j.claimed_at, j.started_at
 ),
