@@ -9,11 +9,13 @@ differs, so the contract cannot drift from the code.
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from codity.api.app import create_app
 from codity.api.errors import status_for
+from codity.api.metrics import Histogram, Snapshot, SnapshotCollector
 from codity.api.routing import API_PREFIX, Route
 from codity.domain.errors import CodityError
 from codity.settings import Settings
@@ -70,6 +72,14 @@ Lists answer `{{"items": [...], "next_cursor": "..." | null}}`. Pass `?limit=` (
 default 50) and `?cursor=<next_cursor>` for the next page. Cursors are opaque (keyset
 pagination: stable while rows are added, no OFFSET scans); a tampered cursor answers 422
 `invalid_cursor`.
+
+## Idempotency
+
+`POST .../jobs` takes an idempotency key in the body (`idempotency_key`) or the
+`Idempotency-Key` header (not both, unless equal). Keys are unique per queue: a repeat answers
+**200** with the existing job instead of **201** with a new one. `POST .../jobs/bulk` with the
+header gives job *i* the key `<header>:<i>`, so a retried bulk returns the same jobs.
+`POST .../schedules/{{schedule_id}}/trigger` with the header returns the same job on a repeat.
 
 ## Rate limits
 
@@ -222,12 +232,38 @@ def _codes_section() -> Iterator[str]:
     yield ""
 
 
+def _metrics_section() -> Iterator[str]:
+    """The families `/metrics` exposes, read from the collector itself (over a sample snapshot)."""
+    queue = uuid.UUID(int=1)
+    sample = Snapshot(
+        queue_names={queue: "q"},
+        depth=[],
+        paused={queue: False},
+        workers={},
+        executions={},
+        dead_lettered={},
+        claim_to_start=Histogram(buckets=[("+Inf", 0.0)]),
+        run=Histogram(buckets=[("+Inf", 0.0)]),
+    )
+    yield "## Metrics (`GET /metrics`, Prometheus text)\n"
+    yield "Derived from the database at scrape time (the API process runs no job).\n"
+    yield "| metric | type | labels | meaning |"
+    yield "|---|---|---|---|"
+    for family in SnapshotCollector(sample).collect():
+        labels = sorted({k for s in family.samples for k in s.labels if k != "le"})
+        name = family.name + ("_total" if family.type == "counter" else "")
+        shown = ", ".join(f"`{label}`" for label in labels) or "-"
+        yield f"| `{name}` | {family.type} | {shown} | {family.documentation} |"
+    yield ""
+
+
 def render(routes: Sequence[Route] | None = None) -> str:
     from codity.api.routes import ALL_ROUTES
 
     table = ALL_ROUTES if routes is None else routes
     document = create_app(Settings(**_DOC_SETTINGS), routes=table).openapi()
     lines = [_PREAMBLE, *_routes_section(table, document), *_codes_section()]
+    lines += list(_metrics_section())
     lines += list(_schemas_section(document))
     return "\n".join(lines).rstrip() + "\n"
 
