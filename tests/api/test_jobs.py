@@ -285,3 +285,30 @@ async def test_a_bulk_over_the_limit_stores_nothing(api: ProjectApi) -> None:
         await api.post("/jobs/bulk", {"queue": "big", "jobs": [{"handler": "h"}] * 400})
     ).status_code == 201
     assert await _count_jobs(api) == 1000
+
+
+async def test_dependencies_and_policies_of_other_tenants_are_unknown(api: ProjectApi) -> None:
+    await api.queue("mine")
+    other_project, other_headers = await api.outsider()
+    await api.pool.execute(
+        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs')", other_project
+    )
+    theirs = await api.client.post(
+        f"/api/v1/projects/{other_project}/jobs",
+        json={"queue": "theirs", "handler": "h"},
+        headers=other_headers,
+    )
+    policy = await api.client.post(
+        f"/api/v1/projects/{other_project}/retry-policies",
+        json={"name": "p"},
+        headers=other_headers,
+    )
+    r = await api.post(
+        "/jobs", {"queue": "mine", "handler": "h", "depends_on": [theirs.json()["id"]]}
+    )
+    assert_error(r, 422, "validation_error")
+    r = await api.post(
+        "/jobs", {"queue": "mine", "handler": "h", "retry_policy_id": policy.json()["id"]}
+    )
+    assert_error(r, 422, "validation_error")
+    assert await _count_jobs(api) == 0

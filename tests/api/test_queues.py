@@ -149,3 +149,36 @@ async def test_viewer_reads_but_cannot_change(api: ProjectApi) -> None:
     assert r.json()["items"][0]["name"] == "ro"
     r = await api.client.post(api.url(f"/queues/{q['id']}/pause"), headers=viewer)
     assert_error(r, 403, "forbidden")
+
+
+async def test_operator_actions_are_audited(api: ProjectApi) -> None:
+    q = await api.queue("audited")
+    await api.post(f"/queues/{q['id']}/pause")
+    await api.post(f"/queues/{q['id']}/resume")
+    await api.delete(f"/queues/{q['id']}")
+    rows = await api.pool.fetch(
+        """SELECT action, target_id, actor_user_id FROM audit_events
+           WHERE project_id = $1 ORDER BY id""",
+        api.project_id,
+    )
+    assert [r["action"] for r in rows] == [
+        "queue.create", "queue.pause", "queue.resume", "queue.delete"
+    ]  # fmt: skip
+    assert {r["target_id"] for r in rows} == {q["id"]}
+    assert all(r["actor_user_id"] is not None for r in rows)
+
+
+async def test_a_queue_cannot_use_another_projects_retry_policy(api: ProjectApi) -> None:
+    other_project, other_headers = await api.outsider()
+    theirs = await api.client.post(
+        f"/api/v1/projects/{other_project}/retry-policies",
+        json={"name": "x"},
+        headers=other_headers,
+    )
+    policy_id = theirs.json()["id"]
+    r = await api.post("/queues", {"name": "borrow", "retry_policy_id": policy_id})
+    assert_error(r, 404, "retry_policy_not_found")
+    q = await api.queue("own")
+    r = await api.patch(f"/queues/{q['id']}", {"retry_policy_id": policy_id})
+    assert_error(r, 404, "retry_policy_not_found")
+    assert (await api.get(f"/queues/{q['id']}")).json()["retry_policy"] is None

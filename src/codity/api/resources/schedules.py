@@ -15,6 +15,7 @@ from codity.api.read_models.pagination import decode_cursor, encode_cursor
 from codity.api.read_models.schedules import get_schedule, list_schedules
 from codity.api.resource_errors import InvalidCursorError
 from codity.api.resources._params import Cursor, Limit, ScheduleId
+from codity.api.resources._project_audit import audit
 from codity.api.routing import RateLimitClass, Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
 from codity.api.schemas.schedules import (
@@ -69,6 +70,7 @@ async def create_schedule(ctx: ProjectScope, pool: DbPool, body: ScheduleCreate)
         enabled=body.enabled,
         created_by=ctx.principal.user_id,
     )
+    await audit(pool, ctx, "schedule.create", "schedule", schedule_id, name=body.name)
     return await get_schedule(pool, ctx.project_id, schedule_id)
 
 
@@ -81,6 +83,7 @@ async def _apply(
 ) -> SchedulePublic:
     async with pool.acquire() as conn:
         await writes.update_schedule(conn, ctx.project_id, schedule_id, changes)
+    await audit(pool, ctx, "schedule.update", "schedule", schedule_id, fields=sorted(changes))
     return await get_schedule(pool, ctx.project_id, schedule_id)
 
 
@@ -100,6 +103,7 @@ async def update_schedule(
 
 async def delete_schedule(ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId) -> Response:
     await writes.delete_schedule(pool, ctx.project_id, schedule_id)
+    await audit(pool, ctx, "schedule.delete", "schedule", schedule_id)
     return Response(status_code=204)
 
 
@@ -144,6 +148,8 @@ async def trigger_schedule(
         result = await core.enqueue(conn, schedule.queue_id, job)
         if result.created:
             await writes.record_manual_run(conn, schedule.id, result.id)
+    if result.created:
+        await audit(pool, ctx, "schedule.trigger", "schedule", schedule.id, job_id=result.id)
     response.status_code = 201 if result.created else 200
     return ScheduleTriggered(schedule_id=schedule.id, job_id=result.id, created=result.created)
 
