@@ -242,3 +242,30 @@ async def test_database_trigger_matches_allowed_transitions_edge_for_edge(
         finally:
             await tx.rollback()
     assert mismatches == []
+
+
+async def test_enqueue_with_dependency_racing_its_completion_is_never_stranded(
+    pool: asyncpg.Pool[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """The enqueue share-locks the dependency; the completion blocks on it until the enqueue
+    commits. Because release_dependants is a separate statement after the completion, its fresh
+    snapshot sees the new dependency row and releases the child. (Done in one statement, the
+    completion's older snapshot would miss the row and leave the child waiting forever.)"""
+    import asyncio
+
+    parent = await enqueue(pool, queue_id, NewJob("parent"))
+    (held,) = await claim(pool, worker_id, [queue_id], 1, LEASE_MS)
+    async with pool.acquire() as enqueuer:
+        tx = enqueuer.transaction()
+        await tx.start()
+        child = await enqueue(enqueuer, queue_id, NewJob("child", depends_on=[parent.id]))
+        assert child.status is JobStatus.WAITING
+        completing = asyncio.create_task(complete(pool, [Completion(held.fence)]))
+        await asyncio.sleep(0.3)
+        assert not completing.done()  # blocked on the enqueue's share lock
+        await tx.commit()
+        assert (await completing).applied == [parent.id]
+    row = await pool.fetchrow(
+        "SELECT status, pending_dependencies FROM jobs WHERE id = $1", child.id
+    )
+    assert (row["status"], row["pending_dependencies"]) == ("queued", 0)
