@@ -22,6 +22,8 @@ demo: setup web
 	$(VENV)/bin/codity up
 
 test: setup web
+	@test -x /usr/bin/chromium || echo "!!!!!! BROWSER SUITE WILL NOT RUN: /usr/bin/chromium is missing (apt-get install -y chromium) !!!!!!"
+	@test -f web/dist/index.html || echo "!!!!!! BROWSER SUITE WILL NOT RUN: the dashboard is not built (web/dist/index.html missing) !!!!!!"
 	$(PY) -m pytest
 
 lint: setup
@@ -38,7 +40,7 @@ format: setup
 web:
 	@if [ -f web/package.json ]; then $(MAKE) --no-print-directory web/dist/index.html; fi
 
-web/dist/index.html: $(shell find web/src web/index.html web/package.json web/package-lock.json 2>/dev/null)
+web/dist/index.html: $(shell find web/src web/index.html web/package.json web/package-lock.json web/vite.config.ts web/tsconfig.json 2>/dev/null)
 	cd web && npm ci --no-audit --no-fund && npm run build
 
 explain: setup

@@ -1,0 +1,149 @@
+"""Fixtures of the browser suite: the stack, Debian's Chromium, a signed-in page.
+
+The suite never downloads a browser: it drives `/usr/bin/chromium` (installed by `.ci/run`).
+Without that binary, or without a built dashboard, every test here SKIPS with the reason, and
+`make test` prints a loud line about it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import shutil
+import uuid
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from tests.e2e.stack import ARTIFACTS, REPO, Stack, running_stack
+
+from codity.db.dsn import plain_dsn, with_database
+
+CHROMIUM = Path(os.environ.get("CODITY_CHROMIUM", "/usr/bin/chromium"))
+DIST_INDEX = REPO / "web" / "dist" / "index.html"
+SCREENSHOTS = ARTIFACTS / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+OPERATOR = "operator@codity.test"
+VIEWER = "viewer@codity.test"
+PASSWORD = "correct-horse-battery-staple"  # the documented demo login
+
+
+def why_not_runnable() -> str | None:
+    if not CHROMIUM.exists():
+        return f"BROWSER SUITE NOT RUN: {CHROMIUM} is missing (apt-get install -y chromium)"
+    if importlib.util.find_spec("codity.cli.api") is None:
+        return "BROWSER SUITE NOT RUN: the `codity api` command does not exist yet"
+    if not DIST_INDEX.exists():
+        return f"BROWSER SUITE NOT RUN: the dashboard is not built ({DIST_INDEX} missing; run make web)"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    reason = why_not_runnable()
+    if reason:
+        for item in items:
+            if item.get_closest_marker("e2e"):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+async def _create_database(server_url: str, name: str, drop: bool = False) -> None:
+    conn = await asyncpg.connect(plain_dsn(server_url))
+    try:
+        if drop:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        else:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+def _run_sync(coro: Coroutine[Any, Any, None]) -> None:
+    # A thread of its own: the session's event loop may be running in this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
+@pytest.fixture(scope="session")
+def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
+    # CODITY_E2E_URL points the suite at a stack you already run (while developing the UI).
+    given = os.environ.get("CODITY_E2E_URL")
+    if given:
+        yield Stack(web_url=given.rstrip("/"), api_url="", env={}, logs=ARTIFACTS)
+        return
+    pg_server_url: str = request.getfixturevalue("pg_server_url")
+    name = f"codity_e2e_{uuid.uuid4().hex[:8]}"
+    _run_sync(_create_database(pg_server_url, name))
+    try:
+        with running_stack(with_database(pg_server_url, name)) as running:
+            yield running
+    finally:
+        _run_sync(_create_database(pg_server_url, name, drop=True))
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def new_page(browser, stack):
+    """A factory of fresh browser contexts (no shared storage) at laptop or phone width."""
+    contexts = []
+
+    def make(width: int = 1366, height: int = 860):
+        context = browser.new_context(
+            base_url=stack.web_url,
+            viewport={"width": width, "height": height},
+            timezone_id="Europe/Paris",
+            locale="en-GB",
+        )
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def login(page, email: str = OPERATOR, password: str = PASSWORD, path: str = "/") -> None:
+    page.goto(path)
+    page.get_by_test_id("login-email").fill(email)
+    page.get_by_test_id("login-password").fill(password)
+    page.get_by_test_id("login-submit").click()
+    page.get_by_test_id("current-role").wait_for()
+
+
+def screenshot(page, name: str, publish: bool = False) -> Path:
+    """Save a screenshot as a test artifact; `publish` also copies it to docs/screenshots."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    if publish:
+        docs = REPO / "docs" / "screenshots"
+        docs.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, docs / path.name)
+    return path
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    reason = why_not_runnable()
+    if reason:
+        terminalreporter.write_sep("!", reason, red=True, bold=True)

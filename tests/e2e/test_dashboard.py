@@ -1,0 +1,233 @@
+"""The dashboard in a real browser against a real stack with the demo data.
+
+Each test drives the UI the way an operator would, then checks what the screen shows. The
+stack is real: the API, two workers and the scheduler run as processes, so "completed" on the
+screen means a worker ran the job, and a SIGKILLed worker is really gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+from playwright.sync_api import Page, expect
+from tests.e2e.conftest import VIEWER, login, screenshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+#: Jobs run by a worker reach `completed` within this; generous for a loaded 2-core machine.
+RUN_TIMEOUT_MS = 30_000
+
+
+def test_operator_sees_the_overview_and_the_three_queues(new_page) -> None:
+    page: Page = new_page()
+    login(page)
+    expect(page.get_by_test_id("page-overview")).to_be_visible()
+    expect(page.get_by_test_id("throughput-chart")).to_be_visible()
+    expect(page.get_by_test_id("stat-dlq")).not_to_contain_text("—")
+    screenshot(page, "login-overview")
+    page.get_by_test_id("nav-queues").click()
+    for name in ("emails", "reports", "webhooks"):
+        expect(page.get_by_test_id(f"queue-row-{name}")).to_be_visible()
+    page.wait_for_timeout(500)
+
+
+def test_pause_and_resume_emails(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/queues")
+    state = page.get_by_test_id("queue-state-emails")
+    expect(state).to_have_text("active")
+    page.get_by_test_id("pause-emails").click()
+    expect(state).to_have_text("paused")
+    # Survives a reload: the server holds the state, not the page.
+    page.reload()
+    expect(page.get_by_test_id("queue-state-emails")).to_have_text("paused")
+    screenshot(page, "queues")
+    page.get_by_test_id("resume-emails").click()
+    expect(page.get_by_test_id("queue-state-emails")).to_have_text("active")
+
+
+def test_enqueue_a_job_and_watch_it_complete(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/jobs")
+    page.get_by_test_id("enqueue-open").click()
+    page.get_by_test_id("enqueue-queue").select_option("reports")
+    page.get_by_test_id("enqueue-handler").fill("noop")
+    page.get_by_test_id("enqueue-payload").fill(json.dumps({"from": "e2e", "n": 1}))
+    page.get_by_test_id("enqueue-submit").click()
+    expect(page.get_by_test_id("page-job-detail")).to_be_visible()
+    expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
+    expect(page.get_by_test_id("job-timeline")).to_contain_text("completed")
+    screenshot(page, "job-detail")
+    page.goto("/jobs")
+    expect(page.get_by_test_id("jobs-table")).to_be_visible()
+    screenshot(page, "jobs")
+
+
+def test_invalid_json_payload_shows_errors_next_to_the_field(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/jobs")
+    page.get_by_test_id("enqueue-open").click()
+    payload = page.get_by_test_id("enqueue-payload")
+    payload.fill('{"to": "ops@example.com",}')
+    page.get_by_test_id("enqueue-submit").click()
+    error = page.get_by_test_id("field-error-payload")
+    expect(error).to_contain_text("Invalid JSON")
+    expect(payload).to_have_attribute("aria-invalid", "true")
+    # Valid JSON the API refuses (over 64 KB): the API's own message, under the same field.
+    payload.fill(json.dumps({"blob": "x" * 70_000}))
+    page.get_by_test_id("enqueue-submit").click()
+    expect(error).to_be_visible()
+    expect(error).not_to_contain_text("Invalid JSON")
+    expect(error).to_contain_text(re.compile("64|65|KB|large|bytes", re.IGNORECASE))
+    screenshot(page, "enqueue-invalid-payload")
+
+
+def test_replay_a_dead_letter_and_see_it_complete(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/dead-letters")
+    # The demo's `noop` dead letters complete when replayed; pick one of those.
+    row = page.get_by_test_id(re.compile(r"^dl-row-")).filter(has_text="noop").first
+    expect(row).to_be_visible()
+    screenshot(page, "dead-letters")
+    row.get_by_role("button", name="Replay").click()
+    notice = page.get_by_test_id("dl-notice")
+    expect(notice).to_contain_text("Replayed as job #")
+    job_id = re.search(r"#(\d+)", notice.inner_text()).group(1)
+    page.goto(f"/jobs/{job_id}")
+    expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
+
+
+def test_invalid_cron_shows_the_api_message_next_to_the_field(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/schedules")
+    expect(page.get_by_test_id("schedules-table")).to_be_visible()
+    screenshot(page, "schedules")
+    page.get_by_test_id("new-schedule").click()
+    page.get_by_test_id("schedule-name").fill("e2e-bad-cron")
+    page.get_by_test_id("schedule-cron").fill("61 * * * *")
+    page.get_by_test_id("schedule-save").click()
+    error = page.get_by_test_id("field-error-cron_expression")
+    expect(error).to_be_visible()
+    expect(error).not_to_be_empty()
+    expect(page.get_by_test_id("schedule-cron")).to_have_attribute("aria-invalid", "true")
+    screenshot(page, "schedule-invalid-cron")
+    # A valid expression clears it and previews the next fire times.
+    page.get_by_test_id("schedule-cron").fill("*/5 * * * *")
+    expect(page.get_by_test_id("cron-preview").locator("li")).to_have_count(5)
+
+
+def test_viewer_sees_no_mutating_controls_and_the_api_refuses_them(new_page) -> None:
+    page: Page = new_page()
+    login(page, email=VIEWER, path="/queues")
+    expect(page.get_by_test_id("current-role")).to_have_text("viewer")
+    expect(page.get_by_test_id("queue-row-emails")).to_be_visible()
+    expect(page.get_by_test_id("pause-emails")).to_have_count(0)
+    expect(page.get_by_test_id("new-queue")).to_have_count(0)
+    screenshot(page, "queues-viewer")
+    # The API refuses it anyway: the viewer's own token, straight at the pause endpoint.
+    status = page.evaluate(
+        """async () => {
+            const { access_token } = JSON.parse(localStorage.getItem("codity.session"));
+            const headers = { Authorization: `Bearer ${access_token}` };
+            const me = await (await fetch("/api/v1/auth/me", { headers })).json();
+            const project = me.projects[0].id;
+            const queues = await (await fetch(`/api/v1/projects/${project}/queues`, { headers })).json();
+            const emails = queues.items.find((q) => q.name === "emails");
+            const r = await fetch(`/api/v1/projects/${project}/queues/${emails.id}/pause`, { method: "POST", headers });
+            return r.status;
+        }"""
+    )
+    assert status == 403
+    page.goto("/jobs")
+    expect(page.get_by_test_id("jobs-table")).to_be_visible()
+    expect(page.get_by_test_id("enqueue-open")).to_have_count(0)
+
+
+def test_expired_session_returns_to_login_then_to_the_same_page(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/jobs?status=completed")
+    expect(page.get_by_test_id("jobs-table")).to_be_visible()
+    # Both tokens ruined: the refresh fails, so the app must send the user to login...
+    page.evaluate(
+        """() => localStorage.setItem("codity.session", JSON.stringify(
+            { access_token: "expired", refresh_token: "revoked", expires_in: 900 }))"""
+    )
+    expect(page).to_have_url(re.compile(r"/login\?redirect="), timeout=10_000)
+    expect(page.get_by_test_id("session-expired")).to_be_visible()
+    screenshot(page, "login")
+    page.get_by_test_id("login-email").fill("operator@codity.test")
+    page.get_by_test_id("login-password").fill("correct-horse-battery-staple")
+    page.get_by_test_id("login-submit").click()
+    # ...and back to the page, filters included.
+    expect(page).to_have_url(re.compile(r"/jobs\?status=completed$"))
+    expect(page.get_by_test_id("filter-status")).to_have_value("completed")
+
+
+def test_expired_access_token_is_refreshed_once_for_concurrent_requests(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/")
+    expect(page.get_by_test_id("throughput-chart")).to_be_visible()
+    refreshes: list[str] = []
+    rejected: list[str] = []
+    page.on(
+        "request", lambda r: refreshes.append(r.url) if r.url.endswith("/auth/refresh") else None
+    )
+    page.on("response", lambda r: rejected.append(r.url) if r.status == 401 else None)
+    # Only the access token is bad. Opening Jobs fires two queries at once (queues and jobs);
+    # both get 401 and exactly one refresh must follow: a second would present a rotated
+    # refresh token, which revokes the whole session.
+    page.evaluate(
+        """() => { const s = JSON.parse(localStorage.getItem("codity.session"));
+                   s.access_token = "expired"; localStorage.setItem("codity.session", JSON.stringify(s)); }"""
+    )
+    page.get_by_test_id("nav-jobs").click()
+    expect(page.get_by_test_id("jobs-table")).to_be_visible()
+    page.wait_for_timeout(2500)  # a poll or two more with the renewed token
+    assert len(rejected) >= 2, rejected
+    assert len(refreshes) == 1, refreshes
+    assert "/login" not in page.url
+
+
+def test_settings_and_phone_width(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/settings")
+    expect(page.get_by_test_id("settings-projects")).to_contain_text("demo")
+    screenshot(page, "settings")
+    phone: Page = new_page(390, 844)
+    login(phone, path="/queues")
+    expect(phone.get_by_test_id("queue-row-emails")).to_be_visible()
+    # Nothing wider than the screen except inside a scrollable table.
+    overflow = phone.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    screenshot(phone, "queues-phone")
+
+
+def test_killed_worker_turns_red_with_frozen_uptime(new_page, stack) -> None:
+    if not stack.processes:
+        pytest.skip("needs a stack this suite started (it kills one of its workers)")
+    page: Page = new_page()
+    login(page, path="/workers")
+    live = page.get_by_test_id(re.compile(r"^worker-status-")).filter(has_text="active")
+    expect(live.first).to_be_visible()
+    pid = int(live.first.get_attribute("data-testid").rsplit("-", 1)[1])
+    uptime = page.get_by_test_id(f"worker-uptime-{pid}")
+    # Ticking while alive.
+    before = uptime.inner_text()
+    expect(uptime).not_to_have_text(before, timeout=5_000)
+    os.kill(pid, signal.SIGKILL)
+    status = page.get_by_test_id(f"worker-status-{pid}")
+    expect(status).to_have_text("dead", timeout=20_000)
+    frozen = uptime.inner_text()
+    time.sleep(2.5)
+    assert uptime.inner_text() == frozen
+    assert "rose" in (uptime.get_attribute("class") or "")
+    screenshot(page, "workers", publish=True)
+    page.goto("/")
+    expect(page.get_by_test_id("stat-workers")).to_be_visible()
+    page.wait_for_timeout(2500)
+    screenshot(page, "overview", publish=True)

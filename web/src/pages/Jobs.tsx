@@ -1,0 +1,328 @@
+import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
+import { Link, useNavigate } from "@tanstack/react-router";
+import { createColumnHelper } from "@tanstack/react-table";
+import { type FormEvent, useState } from "react";
+
+import { api, unwrap } from "../api/client";
+import { ApiError } from "../api/errors";
+import { POLL_MS, useAction, useLive } from "../api/hooks";
+import { JOB_STATUSES, type JobPublic, type JobStatus } from "../api/types";
+import { useProjectId, useSession } from "../lib/session";
+import { formatDateTime, formatRelative } from "../lib/time";
+import { useNow } from "../lib/useNow";
+import { StatusPill } from "../ui/Badge";
+import { Button } from "../ui/Button";
+import { Card } from "../ui/Card";
+import { Dialog } from "../ui/Dialog";
+import { Field, Input, Select, TextArea } from "../ui/Field";
+import { PageHeader } from "../ui/PageHeader";
+import { EmptyState, InlineError } from "../ui/States";
+import { DataTable } from "../ui/Table";
+
+const RANGES = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
+type Range = keyof typeof RANGES;
+
+export interface JobSearch {
+  queue?: string;
+  status?: JobStatus;
+  handler?: string;
+  range?: Range;
+  q?: string;
+}
+
+/** The filters live in the URL, so a reload or a return from login lands on the same view. */
+export function parseJobSearch(search: Record<string, unknown>): JobSearch {
+  const str = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+  const status = str(search.status);
+  const range = str(search.range);
+  return {
+    queue: str(search.queue),
+    status: status && (JOB_STATUSES as readonly string[]).includes(status) ? (status as JobStatus) : undefined,
+    handler: str(search.handler),
+    range: range && range in RANGES ? (range as Range) : undefined,
+    q: str(search.q),
+  };
+}
+
+const col = createColumnHelper<JobPublic>();
+
+export function JobsPage({ search }: { search: JobSearch }) {
+  const projectId = useProjectId();
+  const { can } = useSession();
+  const navigate = useNavigate();
+  const now = useNow(5000);
+  const [enqueueOpen, setEnqueueOpen] = useState(false);
+  const [text, setText] = useState(search.q ?? "");
+  const queues = useLive(["queues", projectId], () =>
+    unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path: { project_id: projectId }, query: { limit: 200 } } })),
+  );
+
+  // The lower bound of the time range is fixed when the filter is chosen, so the query key
+  // stays stable while the page polls.
+  const [since] = useState(() => (search.range ? new Date(Date.now() - RANGES[search.range]).toISOString() : undefined));
+  const jobs = useInfiniteQuery({
+    queryKey: ["jobs", projectId, search],
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET("/api/v1/projects/{project_id}/jobs", {
+          params: {
+            path: { project_id: projectId },
+            query: {
+              queue: search.queue,
+              status: search.status ? [search.status] : undefined,
+              handler: search.handler,
+              created_after: search.range ? (since ?? new Date(Date.now() - RANGES[search.range]).toISOString()) : undefined,
+              q: search.q,
+              cursor: pageParam,
+              limit: 50,
+            },
+          },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+    refetchInterval: POLL_MS,
+    placeholderData: keepPreviousData,
+  });
+  const rows = jobs.data?.pages.flatMap((p) => p.items);
+
+  const setFilter = (patch: Partial<JobSearch>) => void navigate({ to: "/jobs", search: { ...search, ...patch } });
+
+  function submitSearch(event: FormEvent) {
+    event.preventDefault();
+    setFilter({ q: text.trim() || undefined });
+  }
+
+  const columns = [
+    col.accessor("id", {
+      header: "Job",
+      meta: { numeric: true },
+      cell: (c) => (
+        <Link to="/jobs/$jobId" params={{ jobId: String(c.getValue()) }} className="font-medium text-indigo-600 hover:underline" data-testid={`job-link-${c.getValue()}`}>
+          #{c.getValue()}
+        </Link>
+      ),
+    }),
+    col.accessor("status", { header: "Status", cell: (c) => <StatusPill status={c.getValue()} testId={`job-status-${c.row.original.id}`} /> }),
+    col.accessor("queue_name", { header: "Queue" }),
+    col.accessor("handler", { header: "Handler", cell: (c) => <code className="text-xs text-slate-700">{c.getValue()}</code> }),
+    col.display({
+      id: "attempts",
+      header: "Attempts",
+      meta: { numeric: true, hideOnMobile: true },
+      cell: (c) => `${c.row.original.attempt} / ${c.row.original.max_attempts}`,
+    }),
+    col.accessor("priority", { header: "Priority", meta: { numeric: true, hideOnMobile: true } }),
+    col.accessor("idempotency_key", {
+      header: "Idempotency key",
+      meta: { hideOnMobile: true },
+      cell: (c) => <span className="inline-block max-w-40 truncate align-bottom text-slate-500">{c.getValue() ?? "—"}</span>,
+    }),
+    col.accessor("created_at", {
+      header: "Created",
+      meta: { hideOnMobile: true },
+      cell: (c) => <span title={formatDateTime(c.getValue())}>{formatRelative(c.getValue(), now)}</span>,
+    }),
+  ];
+
+  return (
+    <div data-testid="page-jobs">
+      <PageHeader
+        title="Jobs"
+        description="Filter, search and inspect jobs; the list refreshes every 2 seconds."
+        actions={
+          can("member") && (
+            <Button variant="primary" data-testid="enqueue-open" onClick={() => setEnqueueOpen(true)}>
+              Enqueue job
+            </Button>
+          )
+        }
+      />
+      <Card className="mb-4">
+        <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-[1fr_1fr_1fr_1fr_2fr]">
+          <Select aria-label="Queue" data-testid="filter-queue" value={search.queue ?? ""} onChange={(e) => setFilter({ queue: e.target.value || undefined })}>
+            <option value="">All queues</option>
+            {queues.data?.items.map((q) => (
+              <option key={q.id} value={q.name}>
+                {q.name}
+              </option>
+            ))}
+          </Select>
+          <Select aria-label="Status" data-testid="filter-status" value={search.status ?? ""} onChange={(e) => setFilter({ status: (e.target.value || undefined) as JobStatus | undefined })}>
+            <option value="">All statuses</option>
+            {JOB_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s.replace("_", " ")}
+              </option>
+            ))}
+          </Select>
+          <Input
+            aria-label="Handler"
+            placeholder="Handler"
+            data-testid="filter-handler"
+            defaultValue={search.handler ?? ""}
+            onBlur={(e) => setFilter({ handler: e.target.value.trim() || undefined })}
+            onKeyDown={(e) => e.key === "Enter" && setFilter({ handler: e.currentTarget.value.trim() || undefined })}
+          />
+          <Select aria-label="Time range" data-testid="filter-range" value={search.range ?? ""} onChange={(e) => setFilter({ range: (e.target.value || undefined) as Range | undefined })}>
+            <option value="">Any time</option>
+            <option value="15m">Last 15 minutes</option>
+            <option value="1h">Last hour</option>
+            <option value="24h">Last 24 hours</option>
+            <option value="7d">Last 7 days</option>
+          </Select>
+          <form onSubmit={submitSearch} className="flex gap-2">
+            <Input aria-label="Search by id or idempotency key" placeholder="Job id or idempotency key" data-testid="job-search" value={text} onChange={(e) => setText(e.target.value)} />
+            <Button type="submit">Search</Button>
+          </form>
+        </div>
+      </Card>
+      <Card padded={false}>
+        <DataTable
+          testId="jobs-table"
+          columns={columns}
+          data={rows}
+          getRowId={(j) => String(j.id)}
+          rowTestId={(j) => `job-row-${j.id}`}
+          loading={jobs.isLoading}
+          error={jobs.error}
+          onRetry={() => void jobs.refetch()}
+          empty={<EmptyState title="No jobs match" hint="Change the filters, or enqueue a job." />}
+        />
+        {jobs.hasNextPage && (
+          <div className="flex justify-center border-t border-slate-100 p-3">
+            <Button data-testid="load-more" busy={jobs.isFetchingNextPage} onClick={() => void jobs.fetchNextPage()}>
+              Load more
+            </Button>
+          </div>
+        )}
+      </Card>
+      {enqueueOpen && <EnqueueDialog queues={queues.data?.items.map((q) => q.name) ?? []} defaultQueue={search.queue} onClose={() => setEnqueueOpen(false)} />}
+    </div>
+  );
+}
+
+/** Parse the payload text; the message says where the JSON went wrong. */
+export function parsePayload(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  if (!text.trim()) return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (err) {
+    return { ok: false, message: `Invalid JSON: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; defaultQueue?: string; onClose: () => void }) {
+  const projectId = useProjectId();
+  const navigate = useNavigate();
+  const [queue, setQueue] = useState(defaultQueue ?? queues[0] ?? "");
+  const [handler, setHandler] = useState("noop");
+  const [payload, setPayload] = useState("{\n  \n}");
+  const [priority, setPriority] = useState("0");
+  const [delay, setDelay] = useState("");
+  const [key, setKey] = useState("");
+  const [parseError, setParseError] = useState<string | null>(null);
+
+  const enqueue = useAction(
+    (value: unknown) =>
+      unwrap(
+        api.POST("/api/v1/projects/{project_id}/jobs", {
+          params: { path: { project_id: projectId } },
+          body: {
+            queue,
+            handler,
+            payload: value,
+            priority: Number(priority),
+            delay_s: delay ? Number(delay) : null,
+            idempotency_key: key || null,
+          },
+        }),
+      ),
+    [["jobs", projectId]],
+    (job) => {
+      onClose();
+      void navigate({ to: "/jobs/$jobId", params: { jobId: String(job.id) } });
+    },
+  );
+  const err = enqueue.error instanceof ApiError ? enqueue.error : null;
+  const fieldErr = (f: string) => err?.fieldMessage(f) ?? null;
+  const payloadErr = parseError ?? fieldErr("payload") ?? (err && ["payload_too_large", "invalid_payload"].includes(err.code) ? err.message : null);
+  const known = ["queue", "handler", "payload", "priority", "delay_s", "idempotency_key"];
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    const parsed = parsePayload(payload);
+    if (!parsed.ok) {
+      setParseError(parsed.message);
+      return;
+    }
+    setParseError(null);
+    enqueue.mutate(parsed.value);
+  }
+
+  return (
+    <Dialog
+      open
+      testId="enqueue-dialog"
+      title="Enqueue a job"
+      onClose={onClose}
+      footer={
+        <>
+          <Button onClick={onClose}>Cancel</Button>
+          <Button variant="primary" type="submit" form="enqueue-form" busy={enqueue.isPending} data-testid="enqueue-submit">
+            Enqueue
+          </Button>
+        </>
+      }
+    >
+      <form id="enqueue-form" onSubmit={submit} className="space-y-4">
+        <div className="grid gap-4 sm:grid-cols-2">
+          <Field label="Queue" name="queue" error={fieldErr("queue") ?? (err?.code === "not_found" ? err.message : null)}>
+            {({ id, invalid }) => (
+              <Select id={id} invalid={invalid} data-testid="enqueue-queue" value={queue} onChange={(e) => setQueue(e.target.value)}>
+                {queues.map((q) => (
+                  <option key={q} value={q}>
+                    {q}
+                  </option>
+                ))}
+              </Select>
+            )}
+          </Field>
+          <Field label="Handler" name="handler" error={fieldErr("handler")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="enqueue-handler" required value={handler} onChange={(e) => setHandler(e.target.value)} />}
+          </Field>
+        </div>
+        <Field label="Payload (JSON)" name="payload" hint="Any JSON value, at most 64 KB." error={payloadErr}>
+          {({ id, invalid, describedBy }) => (
+            <TextArea
+              id={id}
+              invalid={invalid}
+              aria-describedby={describedBy}
+              data-testid="enqueue-payload"
+              rows={6}
+              spellCheck={false}
+              value={payload}
+              onChange={(e) => {
+                setPayload(e.target.value);
+                setParseError(null);
+                enqueue.reset(); // the API's verdict was about the old text
+              }}
+            />
+          )}
+        </Field>
+        <div className="grid gap-4 sm:grid-cols-3">
+          <Field label="Priority" name="priority" hint="higher runs first" error={fieldErr("priority")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" value={priority} onChange={(e) => setPriority(e.target.value)} />}
+          </Field>
+          <Field label="Delay (s)" name="delay_s" error={fieldErr("delay_s")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" min={0} step="any" value={delay} onChange={(e) => setDelay(e.target.value)} />}
+          </Field>
+          <Field label="Idempotency key" name="idempotency_key" error={fieldErr("idempotency_key")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} value={key} onChange={(e) => setKey(e.target.value)} />}
+          </Field>
+        </div>
+        {err && !payloadErr && !known.some((f) => fieldErr(f)) && err.code !== "not_found" && <InlineError error={err} />}
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,235 @@
+import { createColumnHelper } from "@tanstack/react-table";
+import { Link } from "@tanstack/react-router";
+import { type FormEvent, useState } from "react";
+
+import { api, unwrap } from "../api/client";
+import { ApiError } from "../api/errors";
+import { useAction, useLive } from "../api/hooks";
+import type { QueuePublic } from "../api/types";
+import { formatNumber } from "../lib/format";
+import { useProjectId, useSession } from "../lib/session";
+import { formatDuration } from "../lib/time";
+import { Badge } from "../ui/Badge";
+import { Button } from "../ui/Button";
+import { Card } from "../ui/Card";
+import { Dialog } from "../ui/Dialog";
+import { Field, Input, Select } from "../ui/Field";
+import { PageHeader } from "../ui/PageHeader";
+import { EmptyState, InlineError } from "../ui/States";
+import { DataTable } from "../ui/Table";
+
+const col = createColumnHelper<QueuePublic>();
+
+/** Jobs not yet finished and not running: what a queue still has to do. */
+export const backlog = (q: QueuePublic) => q.depth.waiting + q.depth.scheduled + q.depth.queued;
+
+export function QueuesPage() {
+  const projectId = useProjectId();
+  const { can } = useSession();
+  const path = { project_id: projectId };
+  const queues = useLive(["queues", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })));
+  const [editing, setEditing] = useState<QueuePublic | "new" | null>(null);
+
+  const toggle = useAction(
+    (q: QueuePublic) =>
+      unwrap(
+        q.is_paused
+          ? api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/resume", { params: { path: { ...path, queue_id: q.id } } })
+          : api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/pause", { params: { path: { ...path, queue_id: q.id } } }),
+      ),
+    [["queues", projectId], ["overview", projectId]],
+  );
+
+  const columns = [
+    col.accessor("name", {
+      header: "Queue",
+      cell: (c) => (
+        <div className="flex items-center gap-2">
+          <Link to="/jobs" search={{ queue: c.row.original.name }} className="font-medium text-slate-900 hover:text-indigo-600">
+            {c.getValue()}
+          </Link>
+          {c.row.original.is_paused ? (
+            <Badge tone="amber" dot testId={`queue-state-${c.getValue()}`}>
+              paused
+            </Badge>
+          ) : (
+            <Badge tone="green" dot testId={`queue-state-${c.getValue()}`}>
+              active
+            </Badge>
+          )}
+        </div>
+      ),
+    }),
+    col.display({ id: "depth", header: "Depth", meta: { numeric: true }, cell: (c) => formatNumber(backlog(c.row.original)) }),
+    col.accessor("claimable", { header: "Claimable", meta: { numeric: true, hideOnMobile: true }, cell: (c) => formatNumber(c.getValue()) }),
+    col.accessor("running", { header: "Running", meta: { numeric: true }, cell: (c) => formatNumber(c.getValue()) }),
+    col.accessor("concurrency_limit", {
+      header: "Limit",
+      meta: { numeric: true, hideOnMobile: true },
+      cell: (c) => (c.getValue() == null ? <span className="text-slate-400">none</span> : formatNumber(c.getValue())),
+    }),
+    col.accessor("retry_policy", {
+      header: "Retry policy",
+      meta: { hideOnMobile: true },
+      cell: (c) => {
+        const p = c.getValue();
+        return p ? (
+          <span title={`${p.strategy}, up to ${p.max_attempts} attempts`}>
+            {p.name} <span className="text-slate-400">· {p.strategy} ×{p.max_attempts}</span>
+          </span>
+        ) : (
+          <span className="text-slate-400">default ×{c.row.original.default_max_attempts}</span>
+        );
+      },
+    }),
+    col.accessor("default_timeout_ms", { header: "Timeout", meta: { numeric: true, hideOnMobile: true }, cell: (c) => formatDuration(c.getValue()) }),
+    col.display({
+      id: "actions",
+      header: "",
+      cell: (c) => {
+        const q = c.row.original;
+        return (
+          <div className="flex justify-end gap-2">
+            {can("admin") && (
+              <>
+                <Button
+                  size="sm"
+                  data-testid={`${q.is_paused ? "resume" : "pause"}-${q.name}`}
+                  busy={toggle.isPending && toggle.variables?.id === q.id}
+                  onClick={() => toggle.mutate(q)}
+                >
+                  {q.is_paused ? "Resume" : "Pause"}
+                </Button>
+                <Button size="sm" variant="ghost" data-testid={`edit-${q.name}`} onClick={() => setEditing(q)}>
+                  Edit
+                </Button>
+              </>
+            )}
+          </div>
+        );
+      },
+    }),
+  ];
+
+  return (
+    <div data-testid="page-queues">
+      <PageHeader
+        title="Queues"
+        description="Live depth and settings of every queue in the project."
+        actions={
+          can("admin") && (
+            <Button variant="primary" data-testid="new-queue" onClick={() => setEditing("new")}>
+              New queue
+            </Button>
+          )
+        }
+      />
+      <InlineError error={toggle.error} />
+      <Card padded={false}>
+        <DataTable
+          testId="queues-table"
+          columns={columns}
+          data={queues.data?.items}
+          getRowId={(q) => q.id}
+          rowTestId={(q) => `queue-row-${q.name}`}
+          loading={queues.isLoading}
+          error={queues.error}
+          onRetry={() => void queues.refetch()}
+          empty={<EmptyState title="No queues yet" hint="A queue holds jobs for workers to claim. Create one to start enqueuing." />}
+        />
+      </Card>
+      {editing && <QueueDialog queue={editing === "new" ? null : editing} onClose={() => setEditing(null)} />}
+    </div>
+  );
+}
+
+function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: () => void }) {
+  const projectId = useProjectId();
+  const path = { project_id: projectId };
+  const policies = useLive(["retry-policies", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/retry-policies", { params: { path } })), { interval: false });
+  const [name, setName] = useState(queue?.name ?? "");
+  const [description, setDescription] = useState(queue?.description ?? "");
+  const [limit, setLimit] = useState(queue?.concurrency_limit?.toString() ?? "");
+  const [attempts, setAttempts] = useState(String(queue?.default_max_attempts ?? 3));
+  const [timeout, setTimeoutMs] = useState(queue?.default_timeout_ms?.toString() ?? "");
+  const [policy, setPolicy] = useState(queue?.retry_policy?.id ?? "");
+
+  const save = useAction(
+    () => {
+      const body = {
+        description: description || null,
+        priority: queue?.priority ?? 0,
+        concurrency_limit: limit ? Number(limit) : null,
+        default_max_attempts: Number(attempts),
+        default_timeout_ms: timeout ? Number(timeout) : null,
+        retry_policy_id: policy || null,
+      };
+      return queue
+        ? unwrap(api.PATCH("/api/v1/projects/{project_id}/queues/{queue_id}", { params: { path: { ...path, queue_id: queue.id } }, body }))
+        : unwrap(api.POST("/api/v1/projects/{project_id}/queues", { params: { path }, body: { ...body, name } }));
+    },
+    [["queues", projectId]],
+    onClose,
+  );
+  const err = save.error instanceof ApiError ? save.error : null;
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    save.mutate(undefined);
+  }
+
+  return (
+    <Dialog
+      open
+      testId="queue-dialog"
+      title={queue ? `Edit queue ${queue.name}` : "New queue"}
+      onClose={onClose}
+      footer={
+        <>
+          <Button onClick={onClose}>Cancel</Button>
+          <Button variant="primary" type="submit" form="queue-form" busy={save.isPending} data-testid="queue-save">
+            {queue ? "Save" : "Create queue"}
+          </Button>
+        </>
+      }
+    >
+      <form id="queue-form" onSubmit={submit} className="space-y-4">
+        {!queue && (
+          <Field label="Name" name="name" hint="lowercase letters, digits, '.', '_' or '-'" error={err?.fieldMessage("name")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="queue-name" required value={name} onChange={(e) => setName(e.target.value)} />}
+          </Field>
+        )}
+        <Field label="Description" name="description" error={err?.fieldMessage("description")}>
+          {({ id, invalid }) => <Input id={id} invalid={invalid} value={description} onChange={(e) => setDescription(e.target.value)} />}
+        </Field>
+        <div className="grid gap-4 sm:grid-cols-3">
+          <Field label="Concurrency limit" name="concurrency_limit" hint="blank: no limit" error={err?.fieldMessage("concurrency_limit")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="queue-limit" type="number" min={1} value={limit} onChange={(e) => setLimit(e.target.value)} />}
+          </Field>
+          <Field label="Max attempts" name="default_max_attempts" error={err?.fieldMessage("default_max_attempts")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" min={1} max={100} value={attempts} onChange={(e) => setAttempts(e.target.value)} />}
+          </Field>
+          <Field label="Timeout (ms)" name="default_timeout_ms" hint="blank: none" error={err?.fieldMessage("default_timeout_ms")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" min={1} value={timeout} onChange={(e) => setTimeoutMs(e.target.value)} />}
+          </Field>
+        </div>
+        <Field label="Retry policy" name="retry_policy_id" error={err?.fieldMessage("retry_policy_id")}>
+          {({ id, invalid }) => (
+            <Select id={id} invalid={invalid} value={policy} onChange={(e) => setPolicy(e.target.value)}>
+              <option value="">None (use max attempts above)</option>
+              {policies.data?.items.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name} — {p.strategy}, {p.max_attempts} attempts
+                </option>
+              ))}
+            </Select>
+          )}
+        </Field>
+        {err && !["name", "description", "concurrency_limit", "default_max_attempts", "default_timeout_ms", "retry_policy_id"].some((f) => err.fieldMessage(f)) && (
+          <InlineError error={err} />
+        )}
+        {save.error && !err && <InlineError error={save.error} />}
+      </form>
+    </Dialog>
+  );
+}

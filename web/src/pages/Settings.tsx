@@ -1,0 +1,287 @@
+import { createColumnHelper } from "@tanstack/react-table";
+import { type FormEvent, useState } from "react";
+
+import { api, unwrap } from "../api/client";
+import { ApiError } from "../api/errors";
+import { useAction, useLive } from "../api/hooks";
+import type { ApiKeyPublic, MemberPublic, Project } from "../api/types";
+import { ROLES, type Role } from "../lib/roles";
+import { useProjectId, useSession } from "../lib/session";
+import { formatDateTime, formatRelative } from "../lib/time";
+import { Badge } from "../ui/Badge";
+import { Button } from "../ui/Button";
+import { Card } from "../ui/Card";
+import { Field, Input, Select } from "../ui/Field";
+import { PageHeader } from "../ui/PageHeader";
+import { EmptyState, InlineError } from "../ui/States";
+import { DataTable } from "../ui/Table";
+
+export function SettingsPage() {
+  return (
+    <div data-testid="page-settings" className="space-y-6">
+      <PageHeader title="Settings" description="Projects, API keys, and who can do what in this organization." />
+      <ProjectsCard />
+      <ApiKeysCard />
+      <MembersCard />
+    </div>
+  );
+}
+
+const projectCol = createColumnHelper<Project>();
+
+function ProjectsCard() {
+  const { projects, project, can, selectProject } = useSession();
+  const [name, setName] = useState("");
+  const [slug, setSlug] = useState("");
+  const create = useAction(
+    () => unwrap(api.POST("/api/v1/projects", { body: { name, slug } })),
+    [["projects"], ["me"]],
+    (p) => {
+      setName("");
+      setSlug("");
+      selectProject(p.id);
+    },
+  );
+  const err = create.error instanceof ApiError ? create.error : null;
+  const columns = [
+    projectCol.accessor("name", {
+      header: "Project",
+      cell: (c) => (
+        <span className="font-medium text-slate-900">
+          {c.getValue()} {c.row.original.id === project.id && <Badge tone="indigo">current</Badge>}
+        </span>
+      ),
+    }),
+    projectCol.accessor("slug", { header: "Slug", cell: (c) => <code className="text-xs">{c.getValue()}</code> }),
+    projectCol.display({
+      id: "open",
+      header: "",
+      cell: (c) =>
+        c.row.original.id !== project.id && (
+          <div className="text-right">
+            <Button size="sm" variant="ghost" onClick={() => selectProject(c.row.original.id)}>
+              Switch
+            </Button>
+          </div>
+        ),
+    }),
+  ];
+  return (
+    <Card title="Projects" padded={false} testId="settings-projects">
+      <DataTable columns={columns} data={projects} getRowId={(p) => p.id} empty={<EmptyState title="No projects" />} />
+      {can("admin") && (
+        <form
+          className="grid gap-3 border-t border-slate-100 p-4 sm:grid-cols-[1fr_1fr_auto] sm:items-start"
+          onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            create.mutate(undefined);
+          }}
+        >
+          <Field label="New project name" name="project-name" error={err?.fieldMessage("name")}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} required value={name} onChange={(e) => setName(e.target.value)} />}
+          </Field>
+          <Field label="Slug" name="project-slug" error={err?.fieldMessage("slug") ?? (err?.code === "conflict" || err?.code === "name_taken" ? err.message : null)}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} required value={slug} onChange={(e) => setSlug(e.target.value)} />}
+          </Field>
+          <Button type="submit" variant="primary" className="sm:mt-5" busy={create.isPending}>
+            Create project
+          </Button>
+        </form>
+      )}
+    </Card>
+  );
+}
+
+const keyCol = createColumnHelper<ApiKeyPublic>();
+
+function ApiKeysCard() {
+  const projectId = useProjectId();
+  const { can } = useSession();
+  const path = { project_id: projectId };
+  const keys = useLive(["api-keys", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/api-keys", { params: { path } })), { enabled: can("admin") });
+  const [name, setName] = useState("");
+  const [role, setRole] = useState<Role>("member");
+  const [secret, setSecret] = useState<string | null>(null);
+  const create = useAction(
+    () => unwrap(api.POST("/api/v1/projects/{project_id}/api-keys", { params: { path }, body: { name, role } })),
+    [["api-keys", projectId]],
+    (created) => {
+      setSecret(created.key);
+      setName("");
+    },
+  );
+  const revoke = useAction(
+    (k: ApiKeyPublic) => unwrap(api.DELETE("/api/v1/projects/{project_id}/api-keys/{key_id}", { params: { path: { ...path, key_id: k.id } } })),
+    [["api-keys", projectId]],
+  );
+  if (!can("admin")) {
+    return (
+      <Card title="API keys" testId="settings-api-keys">
+        <p className="text-sm text-slate-500">Only admins and owners manage API keys.</p>
+      </Card>
+    );
+  }
+  const err = create.error instanceof ApiError ? create.error : null;
+  const columns = [
+    keyCol.accessor("name", { header: "Name", cell: (c) => <span className="font-medium text-slate-900">{c.getValue()}</span> }),
+    keyCol.accessor("prefix", { header: "Key", cell: (c) => <code className="text-xs">{c.getValue()}…</code> }),
+    keyCol.accessor("role", { header: "Role", cell: (c) => <Badge>{c.getValue()}</Badge> }),
+    keyCol.accessor("last_used_at", { header: "Last used", meta: { hideOnMobile: true }, cell: (c) => <span title={formatDateTime(c.getValue())}>{c.getValue() ? formatRelative(c.getValue()) : "never"}</span> }),
+    keyCol.accessor("revoked_at", {
+      header: "",
+      cell: (c) =>
+        c.getValue() ? (
+          <div className="text-right">
+            <Badge tone="red">revoked</Badge>
+          </div>
+        ) : (
+          <div className="text-right">
+            <Button size="sm" variant="danger" onClick={() => window.confirm(`Revoke "${c.row.original.name}"? Clients using it stop working.`) && revoke.mutate(c.row.original)}>
+              Revoke
+            </Button>
+          </div>
+        ),
+    }),
+  ];
+  return (
+    <Card title="API keys" padded={false} testId="settings-api-keys">
+      {secret && (
+        <div className="m-4 rounded-md bg-amber-50 p-3 text-sm ring-1 ring-amber-200" data-testid="api-key-secret">
+          <div className="font-medium text-amber-900">Copy this key now — it is shown only once.</div>
+          <code className="mt-1 block break-all text-xs text-slate-900 select-all">{secret}</code>
+          <Button size="sm" className="mt-2" onClick={() => setSecret(null)}>
+            I have saved it
+          </Button>
+        </div>
+      )}
+      <InlineError error={revoke.error} />
+      <DataTable
+        columns={columns}
+        data={keys.data?.items}
+        getRowId={(k) => k.id}
+        loading={keys.isLoading}
+        error={keys.error}
+        empty={<EmptyState title="No API keys" hint="A key lets a program enqueue into this project with a fixed role." />}
+      />
+      <form
+        className="grid gap-3 border-t border-slate-100 p-4 sm:grid-cols-[1fr_10rem_auto] sm:items-start"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          create.mutate(undefined);
+        }}
+      >
+        <Field label="New key name" name="key-name" error={err?.fieldMessage("name")}>
+          {({ id, invalid }) => <Input id={id} invalid={invalid} required value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <Field label="Role" name="key-role" error={err?.fieldMessage("role")}>
+          {({ id }) => (
+            <Select id={id} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+              {ROLES.filter((r) => r !== "owner").map((r) => (
+                <option key={r}>{r}</option>
+              ))}
+            </Select>
+          )}
+        </Field>
+        <Button type="submit" variant="primary" className="sm:mt-5" busy={create.isPending}>
+          Create key
+        </Button>
+      </form>
+    </Card>
+  );
+}
+
+const memberCol = createColumnHelper<MemberPublic>();
+
+function MembersCard() {
+  const { can, me } = useSession();
+  const members = useLive(["members"], () => unwrap(api.GET("/api/v1/org/members")), { interval: 10_000 });
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState<Role>("member");
+  const add = useAction(() => unwrap(api.POST("/api/v1/org/members", { body: { email, role } })), [["members"]], () => setEmail(""));
+  const change = useAction(
+    ({ m, role: next }: { m: MemberPublic; role: Role }) => unwrap(api.PATCH("/api/v1/org/members/{user_id}", { params: { path: { user_id: m.user_id } }, body: { role: next } })),
+    [["members"]],
+  );
+  const remove = useAction((m: MemberPublic) => unwrap(api.DELETE("/api/v1/org/members/{user_id}", { params: { path: { user_id: m.user_id } } })), [["members"]]);
+  const isOwner = can("owner");
+  const err = add.error instanceof ApiError ? add.error : null;
+  const columns = [
+    memberCol.accessor("email", {
+      header: "Member",
+      cell: (c) => (
+        <div>
+          <div className="font-medium text-slate-900">{c.row.original.name ?? c.getValue()}</div>
+          <div className="text-xs text-slate-400">{c.getValue()}</div>
+        </div>
+      ),
+    }),
+    memberCol.accessor("role", {
+      header: "Role",
+      cell: (c) =>
+        isOwner && c.row.original.user_id !== me.user.id ? (
+          <Select aria-label="Role" className="max-w-36" value={c.getValue()} onChange={(e) => change.mutate({ m: c.row.original, role: e.target.value as Role })}>
+            {ROLES.map((r) => (
+              <option key={r}>{r}</option>
+            ))}
+          </Select>
+        ) : (
+          <Badge tone={c.getValue() === "owner" ? "indigo" : "gray"}>{c.getValue()}</Badge>
+        ),
+    }),
+    memberCol.accessor("joined_at", { header: "Joined", meta: { hideOnMobile: true }, cell: (c) => <span title={formatDateTime(c.getValue())}>{formatRelative(c.getValue())}</span> }),
+    memberCol.display({
+      id: "remove",
+      header: "",
+      cell: (c) =>
+        isOwner &&
+        c.row.original.user_id !== me.user.id && (
+          <div className="text-right">
+            <Button size="sm" variant="ghost" className="text-rose-600" onClick={() => window.confirm(`Remove ${c.row.original.email}?`) && remove.mutate(c.row.original)}>
+              Remove
+            </Button>
+          </div>
+        ),
+    }),
+  ];
+  return (
+    <Card title="Members and roles" padded={false} testId="settings-members">
+      <InlineError error={change.error ?? remove.error} />
+      <DataTable
+        columns={columns}
+        data={members.data?.items}
+        getRowId={(m) => m.user_id}
+        loading={members.isLoading}
+        error={members.error}
+        empty={<EmptyState title="No members" />}
+      />
+      <div className="border-t border-slate-100 px-4 py-3 text-xs text-slate-500">
+        viewer: reads everything · member: + enqueue, cancel, retry, replay · admin: + queues, schedules, keys, projects · owner: + members and roles
+      </div>
+      {isOwner && (
+        <form
+          className="grid gap-3 border-t border-slate-100 p-4 sm:grid-cols-[1fr_10rem_auto] sm:items-start"
+          onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            add.mutate(undefined);
+          }}
+        >
+          <Field label="Add a member by email" name="member-email" error={err?.fieldMessage("email") ?? (err && !err.fieldMessage("role") ? err.message : null)}>
+            {({ id, invalid }) => <Input id={id} invalid={invalid} type="email" required value={email} onChange={(e) => setEmail(e.target.value)} />}
+          </Field>
+          <Field label="Role" name="member-role">
+            {({ id }) => (
+              <Select id={id} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+                {ROLES.map((r) => (
+                  <option key={r}>{r}</option>
+                ))}
+              </Select>
+            )}
+          </Field>
+          <Button type="submit" variant="primary" className="sm:mt-5" busy={add.isPending}>
+            Add member
+          </Button>
+        </form>
+      )}
+    </Card>
+  );
+}
