@@ -156,3 +156,16 @@ async def test_enqueue_route_stops_at_the_limit_and_stores_nothing_past_it(
     r = await client.post(url, json={"queue": "mail", "handler": "noop"}, headers=owner.headers)
     assert r.status_code == 429
     assert await api_db.fetchval("SELECT count(*) FROM jobs WHERE queue_id = $1", queue_id) == limit
+
+
+async def test_expired_windows_are_pruned(pool: asyncpg.Pool[Any]) -> None:
+    live, old = uuid.uuid4(), uuid.uuid4()
+    await ratelimit.check_enqueue_quota(pool, live, 1, limit=5)
+    await ratelimit.check_enqueue_quota(pool, old, 1, limit=5)
+    await pool.execute(
+        "UPDATE rate_limit_buckets SET expires_at = now() - interval '2 minutes' WHERE key LIKE $1",
+        f"%{old}",
+    )
+    assert await ratelimit.prune_expired(pool) == 1
+    keys = [r["key"] for r in await pool.fetch("SELECT key FROM rate_limit_buckets")]
+    assert keys == [f"enqueue:project:{live}"]

@@ -7,6 +7,8 @@ OpenAPI document is at /api/v1/openapi.json and Swagger UI at /api/v1/docs. `/he
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -14,7 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
-from codity.api import docs, health
+from codity.api import docs, health, ratelimit
 from codity.api.errors import install_error_handlers
 from codity.api.middleware import (
     BodySizeLimitMiddleware,
@@ -57,9 +59,13 @@ def create_app(
         app.state.pool = await create_pool(
             current.database_url, max_size=POOL_MAX_SIZE, application_name="codity-api"
         )
+        pruner = asyncio.create_task(ratelimit.prune_forever(app.state.pool))
         try:
             yield
         finally:
+            pruner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pruner
             await app.state.pool.close()
 
     app = FastAPI(

@@ -15,16 +15,20 @@ Limits (all from settings):
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import structlog
 
 from codity.api.errors import RateLimitedError
 from codity.api.request_context import current_settings
 from codity.settings import Settings
+
+log = structlog.get_logger("codity.api.ratelimit")
 
 #: A cost larger than any window admits: used to *record* events (failed logins) unconditionally.
 _UNBOUNDED = 2**31 - 1
@@ -40,6 +44,12 @@ ON CONFLICT (key) DO UPDATE
  WHERE b.expires_at <= now() OR b.count + $2 <= $3
 RETURNING count, expires_at
 """
+
+# Expired windows are dead weight (a key per IP, account and project): the API prunes them.
+_PRUNE_SQL = "DELETE FROM rate_limit_buckets WHERE expires_at < now() - interval '1 minute'"
+
+#: How often each API process prunes expired windows.
+PRUNE_INTERVAL_S = 300.0
 
 _PEEK_SQL = """
 SELECT count, expires_at FROM rate_limit_buckets WHERE key = $1 AND expires_at > now()
@@ -82,6 +92,22 @@ async def record(pool: asyncpg.Pool[Any], key: str, *, window_s: int) -> int:
 async def is_exhausted(pool: asyncpg.Pool[Any], key: str, *, limit: int) -> Decision:
     count, left = await _seconds_left(pool, key)
     return Decision(count < limit, count, left)
+
+
+async def prune_expired(pool: asyncpg.Pool[Any]) -> int:
+    """Delete windows that ended over a minute ago; returns how many were deleted."""
+    status: str = await pool.execute(_PRUNE_SQL)
+    return int(status.split()[-1])
+
+
+async def prune_forever(pool: asyncpg.Pool[Any], interval_s: float = PRUNE_INTERVAL_S) -> None:
+    """Run by the API's lifespan. Errors are logged and retried next round (never fatal)."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await prune_expired(pool)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning("rate_limit_prune_failed", error=str(exc))
 
 
 # --- the named limits -------------------------------------------------------------------------
