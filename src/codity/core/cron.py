@@ -30,10 +30,9 @@ async def materialise_cron(conn: Conn, now: datetime | None = None, limit: int =
     """Enqueue one job for each due schedule; returns the ids of the jobs (new or existing)."""
     job_ids: list[int] = []
     async with transaction(conn) as tx:
-        if now is None:
-            now = await tx.fetchval("SELECT now()")
-        assert now is not None
-        for s in await tx.fetch(sql("due_schedules"), now, limit):
+        # The database's clock, not this host's: every replica then agrees on what is due.
+        at: datetime = now if now is not None else await tx.fetchval("SELECT now()")
+        for s in await tx.fetch(sql("due_schedules"), at, limit):
             try:
                 spec = parse_cron(s["cron_expression"], s["timezone"])
             except CodityError as exc:
@@ -52,12 +51,12 @@ async def materialise_cron(conn: Conn, now: datetime | None = None, limit: int =
             except CodityError as exc:
                 log.warning("cron_enqueue_failed", schedule_id=str(s["id"]), reason=exc.message)
                 enqueued = None
-            next_run = spec.next_after(max(now, fire_time))[0]
+            next_run = spec.next_after(max(at, fire_time))[0]
             await tx.execute(
                 sql("advance_schedule"),
                 s["id"],
                 next_run,
-                now,
+                at,
                 enqueued.id if enqueued else None,
             )
             if enqueued is not None:

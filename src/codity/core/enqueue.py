@@ -8,6 +8,7 @@ NOTIFY that wakes idle workers is delivered at that commit, not before.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -168,7 +169,7 @@ async def _count_pending(conn: Conn, project_id: UUID, rows: list[_Row]) -> list
     out = []
     for r in rows:
         pending = sum(1 for d in r.depends_on if status[d] != JobStatus.COMPLETED)
-        out.append(_Row(**{**r.__dict__, "pending": pending}))
+        out.append(dataclasses.replace(r, pending=pending))
     return out
 
 

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from codity.core.connection import Conn
 from codity.core.fence import BatchResult, Fence, fence_arrays
+from codity.core.validation import storable_text
 from codity.db.queries import sql
 from codity.domain.errors import ValidationError
 
@@ -60,7 +61,12 @@ async def report_progress(conn: Conn, fence: Fence, pct: int, message: str | Non
     if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
         raise ValidationError(f"progress must be an integer from 0 to 100, got {pct!r}")
     row = await conn.fetchval(
-        sql("report_progress"), fence.job_id, fence.worker_id, fence.execution_seq, pct, message
+        sql("report_progress"),
+        fence.job_id,
+        fence.worker_id,
+        fence.execution_seq,
+        pct,
+        storable_text(message),
     )
     return row is not None
 
@@ -71,6 +77,7 @@ def _jsonable(fields: dict[str, Any]) -> Any:
 
 
 def _clip(message: str) -> str:
+    message = storable_text(message) or ""
     raw = message.encode()
     if len(raw) <= MAX_LOG_MESSAGE_BYTES:
         return message
@@ -84,7 +91,7 @@ async def append_logs(conn: Conn, fence: Fence, entries: Sequence[LogEntry]) -> 
         fence.job_id,
         fence.worker_id,
         fence.execution_seq,
-        [e.level for e in entries],
+        [storable_text(e.level) or "info" for e in entries],
         [_clip(e.message) for e in entries],
         [_jsonable(e.fields) for e in entries],
         [e.at for e in entries],

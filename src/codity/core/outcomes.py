@@ -16,8 +16,14 @@ from codity.core.connection import Conn, transaction
 from codity.core.dependencies import cancel_dependants, release_dependants
 from codity.core.enqueue import notify_queues
 from codity.core.fence import BatchResult, Fence, fence_arrays
+from codity.core.validation import storable_json, storable_text
 from codity.db.queries import sql
-from codity.domain.backoff import DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, backoff_delay_ms
+from codity.domain.backoff import (
+    DEFAULT_BASE_DELAY_MS,
+    DEFAULT_MAX_DELAY_MS,
+    UniformSource,
+    backoff_delay_ms,
+)
 from codity.domain.states import BackoffStrategy, ExecutionStatus, JobStatus, assert_transition
 
 FailureKind = Literal["error", "timeout", "cancelled", "unknown_handler"]
@@ -52,7 +58,8 @@ async def complete(conn: Conn, completions: Sequence[Completion]) -> BatchResult
         return BatchResult([], [])
     ids, workers, seqs = fence_arrays([c.fence for c in items])
     async with transaction(conn) as tx:
-        rows = await tx.fetch(sql("complete_jobs"), ids, workers, seqs, [c.result for c in items])
+        results = [storable_json(c.result) for c in items]
+        rows = await tx.fetch(sql("complete_jobs"), ids, workers, seqs, results)
         done = [r["id"] for r in rows]
         # A separate statement on purpose: see release_dependants in outcomes.sql.
         await notify_queues(tx, await release_dependants(tx, done))
@@ -60,7 +67,7 @@ async def complete(conn: Conn, completions: Sequence[Completion]) -> BatchResult
 
 
 def _decide(
-    row: Any, failure: Failure, rng: random.Random | Any
+    row: Any, failure: Failure, rng: UniformSource
 ) -> tuple[JobStatus, int, ExecutionStatus]:
     """(new job status, retry delay ms, execution status) for one failed attempt."""
     current = JobStatus(row["status"])
@@ -85,7 +92,9 @@ def _decide(
     return target, delay, ex
 
 
-async def fail(conn: Conn, failures: Sequence[Failure], *, rng: Any = random) -> BatchResult:
+async def fail(
+    conn: Conn, failures: Sequence[Failure], *, rng: UniformSource = random
+) -> BatchResult:
     """End fenced attempts as failed: retry after backoff while attempts remain, else dead-letter.
 
     kind="unknown_handler" dead-letters at once (retrying cannot help); kind="cancelled" ends the
@@ -107,8 +116,8 @@ async def fail(conn: Conn, failures: Sequence[Failure], *, rng: Any = random) ->
             [r["id"] for r, *_ in decided],
             [target.value for _, _, target, _, _ in decided],
             [delay for *_, delay, _ in decided],
-            [f.error for _, f, *_ in decided],
-            [f.traceback for _, f, *_ in decided],
+            [storable_text(f.error) or "" for _, f, *_ in decided],
+            [storable_text(f.traceback) for _, f, *_ in decided],
             [ex.value for *_, ex in decided],
         )
         ended = [

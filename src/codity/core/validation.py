@@ -90,3 +90,29 @@ def check_idempotency_key(key: str | None) -> str | None:
             f"idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"
         )
     return key
+
+
+def storable_text(text: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL; handler errors and log lines sometimes do."""
+    if text is None:
+        return None
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
+
+
+def storable_json(value: Any) -> Any:
+    """A handler's result as something jsonb accepts, without failing the batch it is in.
+
+    Values JSON cannot hold (datetimes, UUIDs, Decimals) are stored as their str(); NaN and
+    other values jsonb refuses are replaced by a note naming the type.
+    """
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        pass
+    try:
+        return json.loads(json.dumps(value, default=str, allow_nan=False))
+    except (TypeError, ValueError):
+        return {"unstorable_result": type(value).__name__}

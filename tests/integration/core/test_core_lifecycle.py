@@ -192,3 +192,29 @@ async def test_unknown_handler_dead_letters_at_once(
     (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
     await fail(db, [Failure(j.fence, "no handler 'nope'", kind="unknown_handler")])
     assert (await job_row(db, job.id))["status"] == "dead_letter"
+
+
+async def test_awkward_results_and_errors_do_not_sink_the_batch(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """One handler returning a datetime or NaN, or an error with a NUL byte, must not make the
+    whole flushed batch fail: the worker would lose every other job's outcome with it."""
+    import datetime as dt
+
+    await enqueue_many(db, queue_id, [NewJob("h", max_attempts=1) for _ in range(4)])
+    a, b, c, d = await claim(db, worker_id, [queue_id], 4, LEASE_MS)
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    res = await complete(
+        db,
+        [
+            Completion(a.fence, {"at": when}),
+            Completion(b.fence, float("nan")),
+            Completion(c.fence, 7),
+        ],
+    )
+    assert res.applied == [a.id, b.id, c.id]
+    assert (await job_row(db, a.id))["result"] == {"at": str(when)}
+    assert (await job_row(db, b.id))["result"] == {"unstorable_result": "float"}
+    assert (await job_row(db, c.id))["result"] == 7
+    await fail(db, [Failure(d.fence, "bad\x00byte", "tb\x00")])
+    assert (await job_row(db, d.id))["last_error"] == "bad\\x00byte"
