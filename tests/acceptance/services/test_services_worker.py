@@ -32,9 +32,8 @@ async def test_three_workers_drain_3000_jobs_none_twice(
         procs.spawn("worker", "--app", APP, "--capacity", "10", "--queues", "ledger")
     await wait_workers(db, 3)
 
-    enqueue = procs.spawn("enqueue", "ledger", "ledger.record", "--count", "3000", name="enqueue")
-    assert exit_code(enqueue, 60) == 0, procs.logs(enqueue)
-    assert "enqueued 3000 jobs on ledger" in procs.logs(enqueue)
+    queue_id = await db.fetchval("SELECT id FROM queues WHERE name = 'ledger'")
+    await core.enqueue_many(db, queue_id, [core.NewJob(handler="ledger.record")] * 3000)
 
     async def drained() -> bool:
         return await db.fetchval("SELECT count(*) FROM jobs WHERE status = 'completed'") == 3000
@@ -147,7 +146,9 @@ async def test_sigterm_drains_finishes_what_it_can_and_releases_the_rest(
     code = exit_code(worker, 10)
     took = time.monotonic() - sent
     assert code == 0, procs.logs(worker)
-    assert took < 1.5 + 2.0, f"exited {took:.2f} s after SIGTERM (grace 1.5 s)"
+    # The grace period bounds the wait for running jobs; releasing, recording and interpreter
+    # exit come on top (a few hundred ms on an idle machine, more on a loaded 2-core one).
+    assert took < 1.5 + 3.0, f"exited {took:.2f} s after SIGTERM (grace 1.5 s)"
 
     rows = {r["id"]: r for r in await db.fetch("SELECT id, status::text, attempt FROM jobs")}
     for job_id in quick:
