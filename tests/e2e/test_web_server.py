@@ -1,0 +1,108 @@
+"""`codity web` without a browser: static files, SPA fallback, and the streaming API proxy.
+
+The upstream here is a small in-process ASGI app standing in for the API, so these checks
+need neither a database nor a build of the dashboard (a tiny dist is written per test).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from codity.cli.web import create_web_app
+
+INDEX = "<!doctype html><div id=root></div>"
+
+
+async def _echo(request: Request) -> JSONResponse:
+    """What the API received: method, path, query, body and the headers that matter."""
+    body = await request.body()
+    return JSONResponse(
+        {
+            "method": request.method,
+            "path": request.url.path,
+            "query": request.url.query,
+            "body": body.decode(),
+            "authorization": request.headers.get("authorization"),
+            "forwarded_for": request.headers.get("x-forwarded-for"),
+        },
+        status_code=201 if request.method == "POST" else 200,
+        headers={"x-request-id": "abc"},
+    )
+
+
+UPSTREAM = Starlette(routes=[Route("/{path:path}", _echo, methods=["GET", "POST", "DELETE"])])
+
+
+@pytest.fixture
+def dist(tmp_path: Path) -> Path:
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "index.html").write_text(INDEX)
+    (tmp_path / "assets" / "app-123.js").write_text("console.log(1)")
+    (tmp_path.parent / "secret.txt").write_text("outside dist")
+    return tmp_path
+
+
+async def _client(app: Starlette) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://web")
+
+
+async def test_spa_fallback_serves_index_for_client_routes(dist: Path) -> None:
+    app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+    async with LifespanManager(app), await _client(app) as web:
+        for path in ("/", "/jobs/42", "/dead-letters?x=1"):
+            answer = await web.get(path)
+            assert answer.status_code == 200
+            assert answer.text == INDEX
+            assert answer.headers["cache-control"] == "no-cache"
+        asset = await web.get("/assets/app-123.js")
+        assert asset.text == "console.log(1)"
+        assert "immutable" in asset.headers["cache-control"]
+        # A stale hashed asset is a 404, not index.html served as JavaScript.
+        assert (await web.get("/assets/gone-456.js")).status_code == 404
+
+
+async def test_paths_outside_dist_are_never_served(dist: Path) -> None:
+    app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+    async with LifespanManager(app), await _client(app) as web:
+        for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/assets/../../secret.txt"):
+            answer = await web.get(path)
+            assert "outside dist" not in answer.text
+
+
+async def test_api_requests_are_proxied_with_method_query_body_and_headers(dist: Path) -> None:
+    app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+    async with LifespanManager(app), await _client(app) as web:
+        answer = await web.post(
+            "/api/v1/projects/p/jobs?limit=5&status=queued",
+            content=json.dumps({"queue": "emails"}),
+            headers={"authorization": "Bearer t0k", "content-type": "application/json"},
+        )
+        assert answer.status_code == 201
+        assert answer.headers["x-request-id"] == "abc"
+        echoed = answer.json()
+        assert echoed["method"] == "POST"
+        assert echoed["path"] == "/api/v1/projects/p/jobs"
+        assert echoed["query"] == "limit=5&status=queued"
+        assert json.loads(echoed["body"]) == {"queue": "emails"}
+        assert echoed["authorization"] == "Bearer t0k"
+        assert echoed["forwarded_for"]
+        for path in ("/healthz", "/readyz"):
+            assert (await web.get(path)).json()["path"] == path
+
+
+async def test_api_down_answers_the_error_envelope(dist: Path) -> None:
+    # Nothing listens on port 9 (discard); the connection is refused at once.
+    app = create_web_app(dist, "http://127.0.0.1:9")
+    async with LifespanManager(app), await _client(app) as web:
+        answer = await web.get("/api/v1/auth/me")
+        assert answer.status_code == 502
+        assert answer.json()["error"]["code"] == "api_unavailable"
