@@ -152,6 +152,7 @@ async def test_cors_allowlist(client: httpx.AsyncClient, api_settings: Settings)
         f"{API}/auth/login", headers={"Origin": "https://evil.example", **preflight}
     )
     assert "Access-Control-Allow-Origin" not in r.headers
+    assert_envelope(r, 400, "cors_rejected")
 
 
 # --- health ------------------------------------------------------------------------------

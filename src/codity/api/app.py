@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.middleware.cors import CORSMiddleware
 
 from codity.api import docs, health, ratelimit
 from codity.api.errors import install_error_handlers
 from codity.api.middleware import (
     BodySizeLimitMiddleware,
+    EnvelopeCORSMiddleware,
     RequestContextMiddleware,
     SecurityHeadersMiddleware,
 )
@@ -90,7 +90,7 @@ def create_app(
     # Added innermost first: the last one added is the outermost.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_body_bytes)
     app.add_middleware(
-        CORSMiddleware,
+        EnvelopeCORSMiddleware,
         allow_origins=settings.cors_origin_list,
         allow_credentials=False,
         allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],

@@ -1,5 +1,5 @@
-"""Pure ASGI middleware: request context + access log + last-resort errors, security headers,
-and the request body size limit. CORS uses Starlette's middleware with our allowlist (app.py).
+"""ASGI middleware: request context + access log + last-resort errors, security headers,
+CORS (Starlette's, refused preflights in the envelope) and the request body size limit.
 
 Order, outermost first: RequestContext -> SecurityHeaders -> CORS -> BodySizeLimit -> app.
 """
@@ -13,6 +13,8 @@ from typing import Any
 import structlog
 from starlette.datastructures import Headers, MutableHeaders, State
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codity.api.errors import error_response
@@ -130,6 +132,23 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
+class EnvelopeCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS with our allowlist; a refused preflight answers the error envelope
+    (code `cors_rejected`) instead of plain text, like every other error."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        reason = bytes(response.body).decode()
+        keep = {
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("content-length", "content-type")
+        }
+        return error_response(400, "cors_rejected", reason, None, keep)
+
+
 class BodyTooLargeError(HTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is larger than {limit} bytes")
@@ -177,6 +196,7 @@ class BodySizeLimitMiddleware:
 
 __all__: list[Any] = [
     "BodySizeLimitMiddleware",
+    "EnvelopeCORSMiddleware",
     "RequestContextMiddleware",
     "SecurityHeadersMiddleware",
 ]
