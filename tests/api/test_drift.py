@@ -93,3 +93,14 @@ def test_org_and_project_routes_must_name_a_role() -> None:
         Route("GET", "/org/thing", _noop, Scope.ORG, None, "no role")
     with pytest.raises(ValueError, match="min_role"):
         Route("GET", "/auth/thing", _noop, Scope.USER, MemberRole.VIEWER, "role on user scope")
+
+
+def test_duplicate_entries_are_refused_at_mount(api_settings: Settings) -> None:
+    with pytest.raises(ValueError, match="declared twice"):
+        create_app(api_settings, routes=[ALL_ROUTES[0], ALL_ROUTES[0]])
+    twin = Route("GET", "/auth/other", ALL_ROUTES[0].handler, Scope.USER, None, "same handler")
+    with pytest.raises(ValueError, match="operation id"):
+        create_app(
+            api_settings,
+            routes=[twin, Route("GET", "/auth/x", twin.handler, Scope.USER, None, "x")],
+        )

@@ -159,11 +159,17 @@ def mount_routes(
 ) -> None:
     """Register every route with its full chain. `_guard=False` exists for one test only."""
     seen: set[tuple[str, str]] = set()
+    operation_ids: set[str] = set()
     for route in routes:
         key = (route.method, route.path)
         if key in seen:
             raise ValueError(f"route declared twice: {route.method} {route.path}")
         seen.add(key)
+        # Operation ids name the generated client's functions: they must be unique.
+        operation_id = _operation_id(route)
+        if operation_id in operation_ids:
+            raise ValueError(f"{route.method} {route.path}: operation id {operation_id!r} is taken")
+        operation_ids.add(operation_id)
         extra: dict[str, Any] = {}
         if route.response_model is not None:
             extra["response_model"] = route.response_model
@@ -180,7 +186,7 @@ def mount_routes(
                 SCOPE_EXTENSION: route.scope.value,
                 MIN_ROLE_EXTENSION: route.min_role.value if route.min_role else None,
             },
-            operation_id=_operation_id(route),
+            operation_id=operation_id,
             **extra,
         )
 
