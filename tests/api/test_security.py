@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 import httpx
 import jwt
+from structlog.testing import capture_logs
 from tests.api.conftest import API, MakeApiKey, Session, app_client, register_and_login
 
 from codity.api.app import create_app
@@ -104,10 +105,17 @@ async def test_unhandled_error_is_500_envelope_without_trace(api_settings: Setti
         api_settings, routes=[Route("GET", "/explode", explode, Scope.PUBLIC, None, "x")]
     )
     async with app_client(app) as client:
-        r = await client.get(f"{API}/explode", headers={"X-Request-ID": "trace-me-123"})
+        with capture_logs() as logs:
+            r = await client.get(f"{API}/explode", headers={"X-Request-ID": "trace-me-123"})
     error = assert_envelope(r, 500, "internal_error")
     assert error["request_id"] == "trace-me-123"
     assert "secret internals" not in r.text
+    # The server side keeps the detail, findable by the request id the client was given.
+    (logged,) = [e for e in logs if e["event"] == "unhandled_error"]
+    assert logged["log_level"] == "error"
+    assert logged["exc_info"] is True
+    (access,) = [e for e in logs if e["event"] == "request"]
+    assert (access["request_id"], access["status"]) == ("trace-me-123", 500)
 
 
 # --- request ids, headers, CORS, docs -----------------------------------------------------
@@ -256,6 +264,14 @@ async def test_api_key_enqueues_in_its_project_and_sees_nothing_else(
     assert (
         await api_db.fetchval("SELECT last_used_at FROM api_keys WHERE id = $1", key_id) is not None
     )
+
+    # Expired: 401 while expired.
+    await api_db.execute(
+        "UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", key_id
+    )
+    r = await client.get(f"{API}/projects/{owner.project_id}/queues", headers=headers)
+    assert_envelope(r, 401, "unauthorized")
+    await api_db.execute("UPDATE api_keys SET expires_at = NULL WHERE id = $1", key_id)
 
     # Revoked: 401 from then on.
     r = await client.delete(
