@@ -1,13 +1,14 @@
 """A stateful property test: random operation sequences against the real database.
 
-Hypothesis drives enqueue, claim, heartbeat, complete, fail, reap, release, cancel, replay and
+Hypothesis drives enqueue (with and without dependencies), claim, heartbeat, complete, fail, reap, release, cancel, replay and
 promote from two workers (one of which keeps acting on fences it may have lost), and after every
 step checks the invariants:
 - no job is held by two live leases (at most one believed fence per job matches the database);
 - attempt never goes above max_attempts (nor below 0);
 - every ended attempt has exactly one execution row (terminal jobs have all of theirs);
 - every status change follows the allowed-map (reachable from the previous status);
-- a dead-lettered job has its dead-letter copy.
+- a dead-lettered job has its dead-letter copy;
+- a waiting job's pending_dependencies equals its unfinished dependencies, none of them doomed.
 
 Hypothesis's state machines are synchronous, so the machine drives its own event loop and
 connection; the database is this test's own clone, emptied at the start of every example.
@@ -39,6 +40,7 @@ from codity.core import (
     cancel_job,
     claim,
     complete,
+    enqueue,
     enqueue_many,
     fail,
     heartbeat,
@@ -49,7 +51,7 @@ from codity.core import (
     replay_queue_dead_letters,
 )
 from codity.db.pool import connect
-from codity.domain.errors import IllegalTransitionError
+from codity.domain.errors import IllegalTransitionError, ValidationError
 from codity.domain.states import ALLOWED_TRANSITIONS, LEASED_STATUSES, JobStatus
 
 T = TypeVar("T")
@@ -93,7 +95,8 @@ class CoreMachine(RuleBasedStateMachine):
         self.conn = self.run(connect(self.database_url))
         self.run(
             self.conn.execute(
-                "TRUNCATE jobs, dead_letter_jobs, job_executions, workers, queues, projects, "
+                "TRUNCATE jobs, job_dependencies, dead_letter_jobs, job_executions, workers, queues, "
+                "projects, "
                 "organizations CASCADE"
             )
         )
@@ -142,6 +145,17 @@ class CoreMachine(RuleBasedStateMachine):
     def enqueue(self, n: int, max_attempts: int) -> None:
         jobs = [NewJob("prop", {"i": i}, max_attempts=max_attempts) for i in range(n)]
         for made in self.run(enqueue_many(self.conn, self.queue_id, jobs)):
+            self.last_status[made.id] = made.status
+
+    @rule(index=st.integers(0, 50))
+    def enqueue_dependant(self, index: int) -> None:
+        if not self.last_status:
+            return
+        ids = sorted(self.last_status)
+        parent = ids[index % len(ids)]
+        # a parent already cancelled/dead-lettered is refused: it can never complete
+        with contextlib.suppress(ValidationError):
+            made = self.run(enqueue(self.conn, self.queue_id, NewJob("child", depends_on=[parent])))
             self.last_status[made.id] = made.status
 
     @rule(worker=st.integers(0, 1), limit=st.integers(1, 3), start=st.booleans())
@@ -248,6 +262,21 @@ class CoreMachine(RuleBasedStateMachine):
             if before is not None and before != status:
                 assert status in REACHABLE[before], (job_id, before, status)
             self.last_status[job_id] = status
+        # dependencies: a waiting job counts exactly its unfinished dependencies, and none of
+        # them can be one that will never complete
+        deps = self.run(
+            self.conn.fetch(
+                """SELECT j.id, j.pending_dependencies AS pending,
+                          count(*) FILTER (WHERE p.status <> 'completed') AS unfinished,
+                          count(*) FILTER (WHERE p.status IN ('cancelled', 'dead_letter')) AS doomed
+                   FROM jobs j JOIN job_dependencies d ON d.job_id = j.id
+                   JOIN jobs p ON p.id = d.depends_on_id
+                   WHERE j.status = 'waiting' GROUP BY j.id"""
+            )
+        )
+        for d in deps:
+            assert d["pending"] == d["unfinished"] > 0, dict(d)
+            assert d["doomed"] == 0, dict(d)
         # no job held by two live leases
         live: dict[int, int] = {}
         for wid, fences in self.believed.items():
