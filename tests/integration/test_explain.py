@@ -84,7 +84,7 @@ async def test_run_explain_measures_four_configurations_and_drops_its_database(
             await conn.close()
 
     before = await scratch_databases()
-    report = await explain.run_explain(pg_server_url, rows=2_000, runs=2)
+    report = await explain.run_explain(pg_server_url, rows=FILL_ROWS, runs=2)
     assert await scratch_databases() == before
 
     names = [m.configuration.name for m in report.measurements]
