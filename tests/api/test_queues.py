@@ -182,3 +182,22 @@ async def test_a_queue_cannot_use_another_projects_retry_policy(api: ProjectApi)
     r = await api.patch(f"/queues/{q['id']}", {"retry_policy_id": policy_id})
     assert_error(r, 404, "retry_policy_not_found")
     assert (await api.get(f"/queues/{q['id']}")).json()["retry_policy"] is None
+
+
+async def test_a_change_and_its_audit_row_commit_together(api: ProjectApi) -> None:
+    """A client address the audit column cannot store (Starlette's test client calls itself
+    "testclient") must not leave the queue paused with no audit row: all or nothing."""
+    import httpx
+
+    q = await api.queue("atomic")
+    app = api.client._transport.app  # type: ignore[attr-defined]
+    transport = httpx.ASGITransport(app=app, client=("testclient", 50000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as odd:
+        r = await odd.post(api.url(f"/queues/{q['id']}/pause"), headers=api.headers)
+    paused = await api.pool.fetchval(
+        "SELECT is_paused FROM queues WHERE id = $1", uuid.UUID(q["id"])
+    )
+    audited = await api.pool.fetchval(
+        "SELECT count(*) FROM audit_events WHERE action = 'queue.pause' AND target_id = $1", q["id"]
+    )
+    assert (r.status_code == 200) == paused == (audited == 1), (r.status_code, paused, audited)

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
+
+import asyncpg
 
 from codity.api.audit import record_audit
 from codity.api.principal import ProjectContext
 from codity.core import Conn
+
+
+@asynccontextmanager
+async def atomic(pool: asyncpg.Pool[Any]) -> AsyncIterator[asyncpg.Connection[Any]]:
+    """One connection in one transaction: a change and its audit row commit together or not at
+    all (core functions called on it join the transaction as a savepoint)."""
+    async with pool.acquire() as conn, conn.transaction():
+        yield conn
 
 
 async def audit(

@@ -15,7 +15,7 @@ from codity.api.read_models.dead_letters import ids_in_project, list_dead_letter
 from codity.api.read_models.pagination import decode_cursor, encode_cursor
 from codity.api.resource_errors import InvalidCursorError
 from codity.api.resources._params import Cursor, DeadLetterId, Limit, QueueFilter
-from codity.api.resources._project_audit import audit
+from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.dead_letters import (
@@ -72,36 +72,42 @@ async def list_project_dead_letters(
 
 async def replay_one(ctx: ProjectScope, pool: DbPool, dead_letter_id: DeadLetterId) -> ReplayResult:
     ids = await ids_in_project(pool, ctx.project_id, [dead_letter_id])
-    job_ids = await core.replay_dead_letters(pool, ids)
-    await audit(pool, ctx, "dead_letter.replay", "dead_letter", dead_letter_id, job_ids=job_ids)
+    async with atomic(pool) as conn:
+        job_ids = await core.replay_dead_letters(conn, ids)
+        await audit(conn, ctx, "dead_letter.replay", "dead_letter", dead_letter_id, job_ids=job_ids)
     return ReplayResult(replayed=len(job_ids), job_ids=job_ids)
 
 
 async def replay_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterReplay) -> ReplayResult:
     """Either the listed ids (all must be this project's, else 404 and nothing replayed) or
     every pending dead letter of one queue."""
-    if body.queue is not None:
-        queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
-        job_ids = await core.replay_queue_dead_letters(pool, queue.id)
-    else:
-        ids = await ids_in_project(pool, ctx.project_id, body.ids or [])
-        job_ids = await core.replay_dead_letters(pool, ids)
-    await audit(pool, ctx, "dead_letter.replay_many", "project", ctx.project_id,
-                queue=body.queue, count=len(job_ids))  # fmt: skip
+    async with atomic(pool) as conn:
+        if body.queue is not None:
+            queue = await core.resolve_queue(conn, ctx.project_id, body.queue)
+            job_ids = await core.replay_queue_dead_letters(conn, queue.id)
+        else:
+            ids = await ids_in_project(conn, ctx.project_id, body.ids or [])
+            job_ids = await core.replay_dead_letters(conn, ids)
+        await audit(conn, ctx, "dead_letter.replay_many", "project", ctx.project_id,
+                    queue=body.queue, count=len(job_ids))  # fmt: skip
     return ReplayResult(replayed=len(job_ids), job_ids=job_ids)
 
 
 async def discard_one(ctx: ProjectScope, pool: DbPool, dead_letter_id: DeadLetterId) -> Response:
     ids = await ids_in_project(pool, ctx.project_id, [dead_letter_id])
-    await core.discard_dead_letters(pool, ids)
-    await audit(pool, ctx, "dead_letter.discard", "dead_letter", dead_letter_id)
+    async with atomic(pool) as conn:
+        await core.discard_dead_letters(conn, ids)
+        await audit(conn, ctx, "dead_letter.discard", "dead_letter", dead_letter_id)
     return Response(status_code=204)
 
 
 async def discard_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterDiscard) -> DiscardResult:
     ids = await ids_in_project(pool, ctx.project_id, body.ids)
-    discarded = await core.discard_dead_letters(pool, ids)
-    await audit(pool, ctx, "dead_letter.discard_many", "project", ctx.project_id, count=discarded)
+    async with atomic(pool) as conn:
+        discarded = await core.discard_dead_letters(conn, ids)
+        await audit(
+            conn, ctx, "dead_letter.discard_many", "project", ctx.project_id, count=discarded
+        )
     return DiscardResult(discarded=discarded)
 
 

@@ -25,7 +25,7 @@ from codity.api.read_models.jobs import (
 from codity.api.read_models.pagination import decode_cursor, encode_cursor
 from codity.api.resource_errors import InvalidCursorError
 from codity.api.resources._params import Cursor, JobId, Limit, QueueFilter
-from codity.api.resources._project_audit import audit
+from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import RateLimitClass, Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
 from codity.api.schemas.jobs import (
@@ -207,16 +207,18 @@ async def read_job_logs(
 
 async def retry_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
     await get_job(pool, ctx.project_id, job_id)  # 404 unless it is this project's
-    await core.retry_job(pool, job_id)
-    await audit(pool, ctx, "job.retry", "job", job_id)
+    async with atomic(pool) as conn:
+        await core.retry_job(conn, job_id)
+        await audit(conn, ctx, "job.retry", "job", job_id)
     return await get_job(pool, ctx.project_id, job_id)
 
 
 async def cancel_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
     """Cancelled now when not started; a running job gets cancel_requested_at (worker stops it)."""
     await get_job(pool, ctx.project_id, job_id)
-    await core.cancel_job(pool, job_id)
-    await audit(pool, ctx, "job.cancel", "job", job_id)
+    async with atomic(pool) as conn:
+        await core.cancel_job(conn, job_id)
+        await audit(conn, ctx, "job.cancel", "job", job_id)
     return await get_job(pool, ctx.project_id, job_id)
 
 

@@ -9,7 +9,7 @@ from codity.api.deps import DbPool, ProjectScope
 from codity.api.read_models.pagination import decode_cursor, encode_cursor
 from codity.api.read_models.queues import get_queue, list_queues, queue_stats
 from codity.api.resources._params import Cursor, Limit, QueueId
-from codity.api.resources._project_audit import audit
+from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.queues import (
@@ -37,8 +37,9 @@ async def list_project_queues(
 
 
 async def create_queue(ctx: ProjectScope, pool: DbPool, body: QueueCreate) -> QueuePublic:
-    queue_id = await writes.create_queue(pool, ctx.project_id, body)
-    await audit(pool, ctx, "queue.create", "queue", queue_id, name=body.name)
+    async with atomic(pool) as conn:
+        queue_id = await writes.create_queue(conn, ctx.project_id, body)
+        await audit(conn, ctx, "queue.create", "queue", queue_id, name=body.name)
     return await get_queue(pool, ctx.project_id, queue_id)
 
 
@@ -50,29 +51,32 @@ async def update_queue(
     ctx: ProjectScope, pool: DbPool, queue_id: QueueId, body: QueueUpdate
 ) -> QueuePublic:
     changes = body.model_dump(exclude_unset=True)
-    await writes.update_queue(pool, ctx.project_id, queue_id, changes)
-    await audit(pool, ctx, "queue.update", "queue", queue_id, fields=sorted(changes))
+    async with atomic(pool) as conn:
+        await writes.update_queue(conn, ctx.project_id, queue_id, changes)
+        await audit(conn, ctx, "queue.update", "queue", queue_id, fields=sorted(changes))
     return await get_queue(pool, ctx.project_id, queue_id)
 
 
 async def delete_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> Response:
-    async with pool.acquire() as conn:
+    async with atomic(pool) as conn:
         await writes.delete_queue(conn, ctx.project_id, queue_id)
-    await audit(pool, ctx, "queue.delete", "queue", queue_id)
+        await audit(conn, ctx, "queue.delete", "queue", queue_id)
     return Response(status_code=204)
 
 
 async def pause_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
     await get_queue(pool, ctx.project_id, queue_id)  # 404 unless it is this project's
-    await core.pause_queue(pool, queue_id)
-    await audit(pool, ctx, "queue.pause", "queue", queue_id)
+    async with atomic(pool) as conn:
+        await core.pause_queue(conn, queue_id)
+        await audit(conn, ctx, "queue.pause", "queue", queue_id)
     return await get_queue(pool, ctx.project_id, queue_id)
 
 
 async def resume_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
     await get_queue(pool, ctx.project_id, queue_id)
-    await core.resume_queue(pool, queue_id)
-    await audit(pool, ctx, "queue.resume", "queue", queue_id)
+    async with atomic(pool) as conn:
+        await core.resume_queue(conn, queue_id)
+        await audit(conn, ctx, "queue.resume", "queue", queue_id)
     return await get_queue(pool, ctx.project_id, queue_id)
 
 

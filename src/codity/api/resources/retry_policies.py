@@ -8,7 +8,7 @@ from codity.api.deps import DbPool, ProjectScope
 from codity.api.read_models.pagination import decode_cursor, encode_cursor
 from codity.api.read_models.retry_policies import get_retry_policy, list_retry_policies
 from codity.api.resources._params import Cursor, Limit, RetryPolicyId
-from codity.api.resources._project_audit import audit
+from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.retry_policies import (
@@ -37,8 +37,9 @@ async def list_policies(
 async def create_policy(
     ctx: ProjectScope, pool: DbPool, body: RetryPolicyCreate
 ) -> RetryPolicyPublic:
-    policy_id = await writes.create_retry_policy(pool, ctx.project_id, body)
-    await audit(pool, ctx, "retry_policy.create", "retry_policy", policy_id, name=body.name)
+    async with atomic(pool) as conn:
+        policy_id = await writes.create_retry_policy(conn, ctx.project_id, body)
+        await audit(conn, ctx, "retry_policy.create", "retry_policy", policy_id, name=body.name)
     return await get_retry_policy(pool, ctx.project_id, policy_id)
 
 
@@ -50,14 +51,18 @@ async def update_policy(
     base = changes.get("base_delay_ms", current.base_delay_ms)
     if changes.get("max_delay_ms", current.max_delay_ms) < base:
         raise ValidationError("max_delay_ms must be at least base_delay_ms")
-    await writes.update_retry_policy(pool, ctx.project_id, policy_id, changes)
-    await audit(pool, ctx, "retry_policy.update", "retry_policy", policy_id, fields=sorted(changes))
+    async with atomic(pool) as conn:
+        await writes.update_retry_policy(conn, ctx.project_id, policy_id, changes)
+        await audit(
+            conn, ctx, "retry_policy.update", "retry_policy", policy_id, fields=sorted(changes)
+        )
     return await get_retry_policy(pool, ctx.project_id, policy_id)
 
 
 async def delete_policy(ctx: ProjectScope, pool: DbPool, policy_id: RetryPolicyId) -> Response:
-    await writes.delete_retry_policy(pool, ctx.project_id, policy_id)
-    await audit(pool, ctx, "retry_policy.delete", "retry_policy", policy_id)
+    async with atomic(pool) as conn:
+        await writes.delete_retry_policy(conn, ctx.project_id, policy_id)
+        await audit(conn, ctx, "retry_policy.delete", "retry_policy", policy_id)
     return Response(status_code=204)
 
 

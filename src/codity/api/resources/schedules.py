@@ -15,7 +15,7 @@ from codity.api.read_models.pagination import decode_cursor, encode_cursor
 from codity.api.read_models.schedules import get_schedule, list_schedules
 from codity.api.resource_errors import InvalidCursorError
 from codity.api.resources._params import Cursor, Limit, ScheduleId
-from codity.api.resources._project_audit import audit
+from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import RateLimitClass, Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
 from codity.api.schemas.schedules import (
@@ -58,19 +58,20 @@ async def list_project_schedules(
 async def create_schedule(ctx: ProjectScope, pool: DbPool, body: ScheduleCreate) -> SchedulePublic:
     spec = parse_cron(body.cron_expression, body.timezone)  # 422 invalid_cron before any write
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
-    schedule_id = await writes.create_schedule(
-        pool,
-        queue_id=queue.id,
-        name=body.name,
-        cron_expression=spec.expression,
-        timezone=spec.timezone,
-        handler=body.handler,
-        payload=body.payload,
-        priority=body.priority,
-        enabled=body.enabled,
-        created_by=ctx.principal.user_id,
-    )
-    await audit(pool, ctx, "schedule.create", "schedule", schedule_id, name=body.name)
+    async with atomic(pool) as conn:
+        schedule_id = await writes.create_schedule(
+            conn,
+            queue_id=queue.id,
+            name=body.name,
+            cron_expression=spec.expression,
+            timezone=spec.timezone,
+            handler=body.handler,
+            payload=body.payload,
+            priority=body.priority,
+            enabled=body.enabled,
+            created_by=ctx.principal.user_id,
+        )
+        await audit(conn, ctx, "schedule.create", "schedule", schedule_id, name=body.name)
     return await get_schedule(pool, ctx.project_id, schedule_id)
 
 
@@ -81,9 +82,9 @@ async def read_schedule(ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId
 async def _apply(
     ctx: ProjectScope, pool: DbPool, schedule_id: uuid.UUID, changes: dict[str, object]
 ) -> SchedulePublic:
-    async with pool.acquire() as conn:
+    async with atomic(pool) as conn:
         await writes.update_schedule(conn, ctx.project_id, schedule_id, changes)
-    await audit(pool, ctx, "schedule.update", "schedule", schedule_id, fields=sorted(changes))
+        await audit(conn, ctx, "schedule.update", "schedule", schedule_id, fields=sorted(changes))
     return await get_schedule(pool, ctx.project_id, schedule_id)
 
 
@@ -102,8 +103,9 @@ async def update_schedule(
 
 
 async def delete_schedule(ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId) -> Response:
-    await writes.delete_schedule(pool, ctx.project_id, schedule_id)
-    await audit(pool, ctx, "schedule.delete", "schedule", schedule_id)
+    async with atomic(pool) as conn:
+        await writes.delete_schedule(conn, ctx.project_id, schedule_id)
+        await audit(conn, ctx, "schedule.delete", "schedule", schedule_id)
     return Response(status_code=204)
 
 
@@ -144,12 +146,11 @@ async def trigger_schedule(
         priority=schedule.priority,
         idempotency_key=key,
     )
-    async with pool.acquire() as conn, conn.transaction():
+    async with atomic(pool) as conn:
         result = await core.enqueue(conn, schedule.queue_id, job)
         if result.created:
             await writes.record_manual_run(conn, schedule.id, result.id)
-    if result.created:
-        await audit(pool, ctx, "schedule.trigger", "schedule", schedule.id, job_id=result.id)
+            await audit(conn, ctx, "schedule.trigger", "schedule", schedule.id, job_id=result.id)
     response.status_code = 201 if result.created else 200
     return ScheduleTriggered(schedule_id=schedule.id, job_id=result.id, created=result.created)
 
