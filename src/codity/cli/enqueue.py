@@ -75,13 +75,16 @@ async def enqueue_jobs(
             disable=count < PROGRESS_FROM,
             transient=True,
         )
+        # One transaction: all COUNT jobs or none (an error in chunk 7 leaves nothing behind),
+        # and workers are notified once, at commit.
         with progress:
             task = progress.add_task("enqueue", total=count)
-            for start in range(0, count, CHUNK):
-                size = min(CHUNK, count - start)
-                enqueued = await core.enqueue_many(conn, info.id, [job] * size)
-                ids.extend(e.id for e in enqueued)
-                progress.advance(task, size)
+            async with conn.transaction():
+                for start in range(0, count, CHUNK):
+                    size = min(CHUNK, count - start)
+                    enqueued = await core.enqueue_many(conn, info.id, [job] * size)
+                    ids.extend(e.id for e in enqueued)
+                    progress.advance(task, size)
         return ids
     finally:
         await conn.close()
