@@ -63,6 +63,8 @@ async def test_spa_fallback_serves_index_for_client_routes(dist: Path) -> None:
             assert answer.status_code == 200
             assert answer.text == INDEX
             assert answer.headers["cache-control"] == "no-cache"
+            assert "script-src 'self'" in answer.headers["content-security-policy"]
+            assert answer.headers["x-frame-options"] == "DENY"
         asset = await web.get("/assets/app-123.js")
         assert asset.text == "console.log(1)"
         assert "immutable" in asset.headers["cache-control"]

@@ -41,6 +41,18 @@ HOP_BY_HOP = frozenset(
         "host",
     }
 )
+#: Sent with every page and asset: the dashboard loads nothing from elsewhere, runs no inline
+#: script, and may not be framed. Inline styles are allowed (React's `style` attributes).
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+}
 #: The API gets this long to answer; long enough for a slow query, short enough to fail visibly.
 PROXY_TIMEOUT_S = 30.0
 
@@ -112,10 +124,10 @@ def create_web_app(
         if relative and candidate.is_file() and candidate.is_relative_to(dist):
             immutable = relative.startswith("assets/")  # content-hashed names from Vite
             cache = "public, max-age=31536000, immutable" if immutable else "no-cache"
-            return FileResponse(candidate, headers={"cache-control": cache})
+            return FileResponse(candidate, headers={"cache-control": cache, **SECURITY_HEADERS})
         if relative.startswith("assets/"):
             return Response("not found", status_code=404)  # a stale hashed asset: no HTML
-        return FileResponse(index, headers={"cache-control": "no-cache"})
+        return FileResponse(index, headers={"cache-control": "no-cache", **SECURITY_HEADERS})
 
     methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     return Starlette(

@@ -54,3 +54,15 @@ export function durationBetween(start: string | null | undefined, end: string | 
   if (!start || !end) return "—";
   return formatSpan(new Date(end).getTime() - new Date(start).getTime());
 }
+
+/** An uptime to the second ("2d 03h 04m 05s"), so a live one visibly ticks. */
+export function formatUptime(totalSeconds: number): string {
+  const s = Math.max(0, Math.floor(totalSeconds));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  if (d > 0) return `${d}d ${pad(h)}h ${pad(m)}m ${pad(s % 60)}s`;
+  if (h > 0) return `${h}h ${pad(m)}m ${pad(s % 60)}s`;
+  return `${m}m ${pad(s % 60)}s`;
+}

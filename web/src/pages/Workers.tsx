@@ -3,7 +3,7 @@ import { createColumnHelper } from "@tanstack/react-table";
 import { api, unwrap } from "../api/client";
 import { useLive } from "../api/hooks";
 import type { WorkerPublic } from "../api/types";
-import { formatDateTime, formatRelative, formatSpan } from "../lib/time";
+import { formatDateTime, formatRelative, formatSpan, formatUptime } from "../lib/time";
 import { useNow } from "../lib/useNow";
 import { StatusPill } from "../ui/Badge";
 import { Card } from "../ui/Card";
@@ -49,7 +49,7 @@ export function WorkersPage() {
         const seconds = live(w) ? w.uptime_s + sinceFetch : w.uptime_s;
         return (
           <span data-testid={`worker-uptime-${w.pid}`} className={cx(live(w) ? "text-emerald-700" : w.status === "dead" ? "font-medium text-rose-700" : "text-slate-500")} title={live(w) ? "running" : `frozen at ${formatDateTime(w.stopped_at)}`}>
-            {formatSpan(seconds * 1000)}
+            {formatUptime(seconds)}
           </span>
         );
       },
