@@ -193,3 +193,16 @@ async def test_unknown_queue(db: asyncpg.Connection[Any]) -> None:
     with pytest.raises(QueueNotFoundError):
         await enqueue(db, uuid.uuid4(), NewJob("h"))
     assert await _count(db) == 0
+
+
+async def test_another_tenants_jobs_and_policies_are_unknown(db: asyncpg.Connection[Any]) -> None:
+    mine, theirs = await make_tenant(db), await make_tenant(db)
+    my_queue = await make_queue(db, mine.project_id)
+    their_queue = await make_queue(db, theirs.project_id)
+    their_job = await enqueue(db, their_queue, NewJob("h"))
+    their_policy = await make_retry_policy(db, theirs.project_id)
+    with pytest.raises(ValidationError, match="unknown job ids"):
+        await enqueue(db, my_queue, NewJob("h", depends_on=[their_job.id]))
+    with pytest.raises(ValidationError, match="unknown retry policy"):
+        await enqueue(db, my_queue, NewJob("h", retry_policy_id=their_policy))
+    assert await _count(db) == 1
