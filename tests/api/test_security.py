@@ -3,6 +3,7 @@ docs without a CDN, health/readiness, and API keys (own project only, revocable,
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from typing import Any
@@ -329,3 +330,36 @@ async def test_second_org_user_helper_is_isolated(client: httpx.AsyncClient) -> 
     assert a.org_id != b.org_id
     r = await client.get(f"{API}/projects/{a.project_id}", headers=b.headers)
     assert_envelope(r, 404, "project_not_found")
+
+
+async def test_connections_killed_between_requests_are_replaced(
+    client: httpx.AsyncClient, owner: Session, api_db: asyncpg.Connection[Any]
+) -> None:
+    killed = await api_db.fetchval(
+        """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE application_name = 'codity-api' AND datname = current_database()"""
+    )
+    assert killed >= 1
+    await asyncio.sleep(0.2)  # termination is a signal: let the backends exit
+    r = await client.get(f"{API}/org", headers=owner.headers)
+    assert r.status_code == 200
+
+
+async def test_losing_the_database_mid_request_answers_503(api_settings: Settings) -> None:
+    async def mid_request_failure() -> None:
+        raise asyncpg.exceptions.AdminShutdownError(
+            "terminating connection due to administrator command"
+        )
+
+    async def reset() -> None:
+        raise ConnectionResetError("connection reset by peer")
+
+    routes = [
+        Route("GET", "/shutdown", mid_request_failure, Scope.PUBLIC, None, "x"),
+        Route("GET", "/reset", reset, Scope.PUBLIC, None, "y"),
+    ]
+    async with app_client(create_app(api_settings, routes=routes)) as client:
+        for path in ("/shutdown", "/reset"):
+            r = await client.get(f"{API}{path}")
+            assert_envelope(r, 503, "database_unavailable")
+            assert r.headers["Retry-After"] == "1"

@@ -193,12 +193,29 @@ async def _integrity_error(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _database_unavailable(_: Request, exc: Exception) -> JSONResponse:
+    """The database went away mid-request (restart, failover, network): 503, retryable."""
+    log.warning("database_unavailable", error_type=type(exc).__name__)
+    return error_response(
+        503,
+        "database_unavailable",
+        "the database is not reachable right now; retry shortly",
+        headers={"Retry-After": "1"},
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(domain.CodityError, _codity_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(asyncpg.IntegrityConstraintViolationError, _integrity_error)
     app.add_exception_handler(asyncpg.DataError, _integrity_error)
+    for lost in (
+        asyncpg.PostgresConnectionError,
+        asyncpg.exceptions.OperatorInterventionError,  # admin shutdown, cannot connect now
+        ConnectionError,
+    ):
+        app.add_exception_handler(lost, _database_unavailable)
 
 
 #: The error responses every operation documents (OpenAPI), all with the one envelope.
