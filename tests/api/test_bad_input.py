@@ -133,6 +133,8 @@ async def test_malformed_ids_and_cursors(api: ProjectApi) -> None:
     assert_error(await api.get("/jobs", params={"cursor": "bm90IGEgbGlzdA"}), 422, "invalid_cursor")
     assert_error(await api.get("/jobs", params={"limit": 201}), 422, "validation_error")
     assert_error(await api.get("/jobs", params={"status": "sleeping"}), 422, "validation_error")
+    naive = {"created_after": "2026-01-01T00:00:00"}  # which timezone? refused, not guessed
+    assert_error(await api.get("/jobs", params=naive), 422, "validation_error")
 
 
 async def test_inconsistent_settings(api: ProjectApi) -> None:

@@ -73,8 +73,14 @@ async def test_in_flight_heartbeat_age_and_frozen_uptime(api: ProjectApi) -> Non
     assert (await api.get("/workers", params={"status": "active"})).json()["items"] == []
 
 
-async def test_api_keys_cannot_list_org_workers(api: ProjectApi) -> None:
-    """/workers is org-scoped and acts for a person; a viewer may read it."""
+async def test_org_list_is_for_people_project_list_also_for_keys(api: ProjectApi) -> None:
+    """/workers is org-scoped and acts for a person (a viewer may read it); an API key, bound to
+    one project, reads that project's workers instead."""
     viewer = await api.member(MemberRole.VIEWER)
     assert (await api.client.get("/api/v1/workers", headers=viewer)).status_code == 200
     assert_error(await api.client.get("/api/v1/workers"), 401, "unauthorized")
+    created = await api.post("/api-keys", {"name": "ci", "role": "viewer"})
+    assert created.status_code == 201, created.text
+    key = {"Authorization": f"Bearer {created.json()['key']}"}
+    assert_error(await api.client.get("/api/v1/workers", headers=key), 403, "forbidden")
+    assert (await api.client.get(api.url("/workers"), headers=key)).status_code == 200

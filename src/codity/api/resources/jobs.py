@@ -7,10 +7,10 @@ BEFORE writing anything (`check_enqueue_quota`), so a request past the limit sto
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import Header, Query, Response
+from pydantic import AwareDatetime
 
 from codity import core
 from codity.api.deps import DbPool, ProjectScope
@@ -147,8 +147,8 @@ async def list_project_jobs(
     handler: Annotated[
         str | None, Query(min_length=1, max_length=200, pattern=NO_NUL_PATTERN)
     ] = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
+    created_after: AwareDatetime | None = None,
+    created_before: AwareDatetime | None = None,
     batch_id: uuid.UUID | None = None,
     q: Annotated[
         str | None,
