@@ -167,6 +167,20 @@ def test_migrate_against_an_unreachable_database_prints_one_line(workdir: Path) 
     assert "Traceback" not in result.stderr + result.stdout
 
 
+def test_a_broken_embedded_data_directory_is_one_line(workdir: Path) -> None:
+    data_dir = workdir / ".codity" / "pgdata"
+    data_dir.mkdir(parents=True)
+    (data_dir / "PG_VERSION").write_text("not a cluster\n")
+
+    result = codity("db", "migrate", cwd=workdir, database_url=None)
+
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "cannot start the embedded PostgreSQL" in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
 async def test_demo_twice_against_database_url_gives_the_same_data(
     database_url: str, workdir: Path
 ) -> None:

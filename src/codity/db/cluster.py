@@ -9,6 +9,7 @@ collides with a PostgreSQL already running on the machine.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import socket
@@ -18,6 +19,13 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from codity.domain.errors import DatabaseUnavailableError
+
+# pgserver logs a failed start at length (the whole server log) through the `pgserver` logger;
+# without any handler Python would print that to stderr. `database_url_or_embedded` reports the
+# failure in one line instead, and an application that configures logging still sees it.
+logging.getLogger("pgserver").addHandler(logging.NullHandler())
 
 SYSTEM_PG_BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
 
@@ -143,6 +151,15 @@ def embedded_cluster(data_dir: Path, *, ephemeral: bool = False) -> Iterator[Run
         server.cleanup()
 
 
+def _server_log_tail(data_dir: Path) -> str:
+    """The last line PostgreSQL logged while starting: usually the reason it did not."""
+    with contextlib.suppress(OSError):
+        lines = [line for line in (data_dir / "log").read_text().splitlines() if line.strip()]
+        if lines:
+            return lines[-1].strip()
+    return "see the messages above"
+
+
 #: Where `codity up` and `codity db ...` keep the embedded cluster when DATABASE_URL is unset.
 EMBEDDED_DATA_DIR = Path(".codity") / "pgdata"
 
@@ -153,5 +170,14 @@ def database_url_or_embedded(database_url: str | None) -> Iterator[str]:
     if database_url:
         yield database_url
         return
-    with embedded_cluster(EMBEDDED_DATA_DIR.resolve()) as cluster:
+    with contextlib.ExitStack() as stack:
+        data_dir = EMBEDDED_DATA_DIR.resolve()
+        try:
+            cluster = stack.enter_context(embedded_cluster(data_dir))
+        except Exception as exc:  # initdb/pg_ctl failures, a locked or foreign data directory
+            # Only the start is translated: errors raised by the caller's block pass through.
+            raise DatabaseUnavailableError(
+                f"cannot start the embedded PostgreSQL in {data_dir}: {_server_log_tail(data_dir)}"
+                " (set DATABASE_URL to use another server)"
+            ) from exc
         yield cluster.url
