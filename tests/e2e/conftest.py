@@ -75,7 +75,9 @@ def _run_sync(coro: Coroutine[Any, Any, None]) -> None:
         pool.submit(asyncio.run, coro).result()
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: the stack's processes and Playwright's event loop must be gone
+# before the rest of the suite runs (its async tests need this thread's loop back).
+@pytest.fixture(scope="module")
 def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     # CODITY_E2E_URL points the suite at a stack you already run (while developing the UI).
     given = os.environ.get("CODITY_E2E_URL")
@@ -92,7 +94,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
         _run_sync(_create_database(pg_server_url, name, drop=True))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 

@@ -6,7 +6,10 @@ need neither a database nor a build of the dashboard (a tiny dist is written per
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -55,56 +58,75 @@ async def _client(app: Starlette) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://web")
 
 
-async def test_spa_fallback_serves_index_for_client_routes(dist: Path) -> None:
-    app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
-    async with LifespanManager(app), await _client(app) as web:
-        for path in ("/", "/jobs/42", "/dead-letters?x=1"):
-            answer = await web.get(path)
-            assert answer.status_code == 200
-            assert answer.text == INDEX
-            assert answer.headers["cache-control"] == "no-cache"
-            assert "script-src 'self'" in answer.headers["content-security-policy"]
-            assert answer.headers["x-frame-options"] == "DENY"
-        asset = await web.get("/assets/app-123.js")
-        assert asset.text == "console.log(1)"
-        assert "immutable" in asset.headers["cache-control"]
-        # A stale hashed asset is a 404, not index.html served as JavaScript.
-        assert (await web.get("/assets/gone-456.js")).status_code == 404
+def _run(check: Callable[[], Awaitable[None]]) -> None:
+    """Run an async check on a loop of its own thread: these tests also run after the
+    browser suite, whose Playwright session owns this thread's event loop."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, check()).result()  # type: ignore[arg-type]
 
 
-async def test_paths_outside_dist_are_never_served(dist: Path) -> None:
-    app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
-    async with LifespanManager(app), await _client(app) as web:
-        for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/assets/../../secret.txt"):
-            answer = await web.get(path)
-            assert "outside dist" not in answer.text
+def test_spa_fallback_serves_index_for_client_routes(dist: Path) -> None:
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as web:
+            for path in ("/", "/jobs/42", "/dead-letters?x=1"):
+                answer = await web.get(path)
+                assert answer.status_code == 200
+                assert answer.text == INDEX
+                assert answer.headers["cache-control"] == "no-cache"
+                assert "script-src 'self'" in answer.headers["content-security-policy"]
+                assert answer.headers["x-frame-options"] == "DENY"
+            asset = await web.get("/assets/app-123.js")
+            assert asset.text == "console.log(1)"
+            assert "immutable" in asset.headers["cache-control"]
+            # A stale hashed asset is a 404, not index.html served as JavaScript.
+            assert (await web.get("/assets/gone-456.js")).status_code == 404
+
+    _run(check)
 
 
-async def test_api_requests_are_proxied_with_method_query_body_and_headers(dist: Path) -> None:
-    app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
-    async with LifespanManager(app), await _client(app) as web:
-        answer = await web.post(
-            "/api/v1/projects/p/jobs?limit=5&status=queued",
-            content=json.dumps({"queue": "emails"}),
-            headers={"authorization": "Bearer t0k", "content-type": "application/json"},
-        )
-        assert answer.status_code == 201
-        assert answer.headers["x-request-id"] == "abc"
-        echoed = answer.json()
-        assert echoed["method"] == "POST"
-        assert echoed["path"] == "/api/v1/projects/p/jobs"
-        assert echoed["query"] == "limit=5&status=queued"
-        assert json.loads(echoed["body"]) == {"queue": "emails"}
-        assert echoed["authorization"] == "Bearer t0k"
-        assert echoed["forwarded_for"]
-        for path in ("/healthz", "/readyz"):
-            assert (await web.get(path)).json()["path"] == path
+def test_paths_outside_dist_are_never_served(dist: Path) -> None:
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as web:
+            for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/assets/../../secret.txt"):
+                answer = await web.get(path)
+                assert "outside dist" not in answer.text
+
+    _run(check)
 
 
-async def test_api_down_answers_the_error_envelope(dist: Path) -> None:
-    # Nothing listens on port 9 (discard); the connection is refused at once.
-    app = create_web_app(dist, "http://127.0.0.1:9")
-    async with LifespanManager(app), await _client(app) as web:
-        answer = await web.get("/api/v1/auth/me")
-        assert answer.status_code == 502
-        assert answer.json()["error"]["code"] == "api_unavailable"
+def test_api_requests_are_proxied_with_method_query_body_and_headers(dist: Path) -> None:
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as web:
+            answer = await web.post(
+                "/api/v1/projects/p/jobs?limit=5&status=queued",
+                content=json.dumps({"queue": "emails"}),
+                headers={"authorization": "Bearer t0k", "content-type": "application/json"},
+            )
+            assert answer.status_code == 201
+            assert answer.headers["x-request-id"] == "abc"
+            echoed = answer.json()
+            assert echoed["method"] == "POST"
+            assert echoed["path"] == "/api/v1/projects/p/jobs"
+            assert echoed["query"] == "limit=5&status=queued"
+            assert json.loads(echoed["body"]) == {"queue": "emails"}
+            assert echoed["authorization"] == "Bearer t0k"
+            assert echoed["forwarded_for"]
+            for path in ("/healthz", "/readyz"):
+                assert (await web.get(path)).json()["path"] == path
+
+    _run(check)
+
+
+def test_api_down_answers_the_error_envelope(dist: Path) -> None:
+    async def check() -> None:
+        # Nothing listens on port 9 (discard); the connection is refused at once.
+        app = create_web_app(dist, "http://127.0.0.1:9")
+        async with LifespanManager(app), await _client(app) as web:
+            answer = await web.get("/api/v1/auth/me")
+            assert answer.status_code == 502
+            assert answer.json()["error"]["code"] == "api_unavailable"
+
+    _run(check)
