@@ -201,3 +201,24 @@ async def test_a_change_and_its_audit_row_commit_together(api: ProjectApi) -> No
         "SELECT count(*) FROM audit_events WHERE action = 'queue.pause' AND target_id = $1", q["id"]
     )
     assert (r.status_code == 200) == paused == (audited == 1), (r.status_code, paused, audited)
+
+
+async def test_retry_policy_crud(api: ProjectApi) -> None:
+    created = await api.post(
+        "/retry-policies",
+        {"name": "slow", "strategy": "linear", "base_delay_ms": 500, "max_delay_ms": 5000},
+    )
+    assert created.status_code == 201, created.text
+    policy = created.json()
+    await api.queue("uses-slow", retry_policy_id=policy["id"])
+    read = (await api.get(f"/retry-policies/{policy['id']}")).json()
+    assert read["strategy"] == "linear"
+    assert read["queue_count"] == 1
+    patched = await api.patch(f"/retry-policies/{policy['id']}", {"max_attempts": 7})
+    assert patched.json()["max_attempts"] == 7
+    assert patched.json()["base_delay_ms"] == 500
+    assert_error(await api.post("/retry-policies", {"name": "slow"}), 409, "name_taken")
+    assert (await api.delete(f"/retry-policies/{policy['id']}")).status_code == 204
+    # The queue falls back to its own defaults (SET NULL), it is not deleted.
+    assert (await api.get("/queues")).json()["items"][0]["retry_policy"] is None
+    assert_error(await api.get(f"/retry-policies/{policy['id']}"), 404, "retry_policy_not_found")

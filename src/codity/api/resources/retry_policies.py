@@ -43,6 +43,12 @@ async def create_policy(
     return await get_retry_policy(pool, ctx.project_id, policy_id)
 
 
+async def read_policy(
+    ctx: ProjectScope, pool: DbPool, policy_id: RetryPolicyId
+) -> RetryPolicyPublic:
+    return await get_retry_policy(pool, ctx.project_id, policy_id)
+
+
 async def update_policy(
     ctx: ProjectScope, pool: DbPool, policy_id: RetryPolicyId, body: RetryPolicyUpdate
 ) -> RetryPolicyPublic:
@@ -86,6 +92,16 @@ ROUTES: list[Route] = [
         "Create a retry policy",
         response_model=RetryPolicyPublic,
         status_code=201,
+        tags=(TAG,),
+    ),
+    Route(
+        "GET",
+        BASE + "/{policy_id}",
+        read_policy,
+        Scope.PROJECT,
+        MemberRole.VIEWER,
+        "Read a retry policy",
+        response_model=RetryPolicyPublic,
         tags=(TAG,),
     ),
     Route(
