@@ -122,7 +122,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
             </div>
             <Json value={j.payload} />
             <div className="mt-4 mb-1 text-xs font-medium text-slate-500">Result</div>
-            {j.result == null ? <div className="text-sm text-slate-400">none yet</div> : <Json value={j.result} testId="job-result" />}
+            {j.result == null ? <div className="text-sm text-slate-400">{j.finished_at ? "none" : "none yet"}</div> : <Json value={j.result} testId="job-result" />}
           </Card>
         </div>
         <Card title="Execution timeline" padded={false} testId="job-timeline">

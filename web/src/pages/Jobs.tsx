@@ -57,9 +57,6 @@ export function JobsPage({ search }: { search: JobSearch }) {
     unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path: { project_id: projectId }, query: { limit: 200 } } })),
   );
 
-  // The lower bound of the time range is fixed when the filter is chosen, so the query key
-  // stays stable while the page polls.
-  const [since] = useState(() => (search.range ? new Date(Date.now() - RANGES[search.range]).toISOString() : undefined));
   const jobs = useInfiniteQuery({
     queryKey: ["jobs", projectId, search],
     initialPageParam: undefined as string | undefined,
@@ -72,7 +69,8 @@ export function JobsPage({ search }: { search: JobSearch }) {
               queue: search.queue,
               status: search.status ? [search.status] : undefined,
               handler: search.handler,
-              created_after: search.range ? (since ?? new Date(Date.now() - RANGES[search.range]).toISOString()) : undefined,
+              // A sliding window: each poll asks for "the last hour" as of now.
+              created_after: search.range ? new Date(Date.now() - RANGES[search.range]).toISOString() : undefined,
               q: search.q,
               cursor: pageParam,
               limit: 50,
