@@ -7,7 +7,13 @@ need neither a database nor a build of the dashboard (a tiny dist is written per
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -130,3 +136,45 @@ def test_api_down_answers_the_error_envelope(dist: Path) -> None:
             assert answer.json()["error"]["code"] == "api_unavailable"
 
     _run(check)
+
+
+@pytest.mark.slow
+def test_codity_web_stops_cleanly_on_sigterm(dist: Path) -> None:
+    """`codity up` stops its children with SIGTERM and reads their exit status."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codity.cli", "web", "--port", str(port), "--dist", str(dist)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).text == INDEX:
+                    break
+            time.sleep(0.2)
+        else:
+            pytest.fail("codity web did not start")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_codity_web_refuses_to_start_without_a_build(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "codity.cli", "web", "--dist", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "not built" in result.stderr
+    assert "Traceback" not in result.stderr

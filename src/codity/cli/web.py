@@ -22,6 +22,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from codity.cli._common import console, fail, friendly_errors, settings
+from codity.cli.api import GracefulServer
 
 #: Where `npm run build` writes the dashboard, relative to the repository root.
 DEFAULT_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
@@ -164,11 +165,13 @@ def web(
     upstream = api_url or f"http://{cfg.api_host}:{cfg.api_port}"
     listen = port or cfg.web_port
     console.print(f"dashboard on http://{host}:{listen}  (API: {upstream})", highlight=False)
-    uvicorn.run(
+    config = uvicorn.Config(
         create_web_app(dist, upstream),
         host=host,
         port=listen,
         log_level="warning",
         access_log=False,
         proxy_headers=False,
+        server_header=False,
     )
+    GracefulServer(config).run()  # SIGTERM: finish the requests in flight, exit 0
