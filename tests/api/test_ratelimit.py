@@ -169,3 +169,26 @@ async def test_expired_windows_are_pruned(pool: asyncpg.Pool[Any]) -> None:
     assert await ratelimit.prune_expired(pool) == 1
     keys = [r["key"] for r in await pool.fetch("SELECT key FROM rate_limit_buckets")]
     assert keys == [f"enqueue:project:{live}"]
+
+
+async def test_parallel_guesses_cannot_overtake_the_failure_count(
+    client: httpx.AsyncClient, owner: Session, api_settings: Settings
+) -> None:
+    # Each attempt is reserved before the password is checked; checking first and recording
+    # the failure after would let every one of these through to the password check.
+    attempts = 4 * api_settings.rate_limit_login_failures
+    results = await asyncio.gather(
+        *(login(client, owner.email, f"guess number {i} is wrong") for i in range(attempts))
+    )
+    statuses = sorted(r.status_code for r in results)
+    assert statuses.count(401) == api_settings.rate_limit_login_failures
+    assert statuses.count(429) == attempts - api_settings.rate_limit_login_failures
+
+
+async def test_successful_sign_ins_do_not_count_as_failures(
+    client: httpx.AsyncClient, owner: Session, api_settings: Settings
+) -> None:
+    for _ in range(api_settings.rate_limit_login_failures + 2):
+        assert (await login(client, owner.email, PASSWORD)).status_code == 200
+    assert (await login(client, owner.email, "one wrong guess here")).status_code == 401
+    assert (await login(client, owner.email, PASSWORD)).status_code == 200

@@ -8,7 +8,9 @@ share them and the row lock serialises concurrent checks of one key.
 
 Limits (all from settings):
 - LOGIN: failed sign-ins, per IP and per account, RATE_LIMIT_LOGIN_FAILURES per
-  RATE_LIMIT_LOGIN_WINDOW_S. Once reached, even a correct password gets 429 until the window ends.
+  RATE_LIMIT_LOGIN_WINDOW_S. Each attempt is reserved as a failure before the password is
+  checked and handed back on success. Once the limit is reached even a correct password gets
+  429 until the window ends.
 - AUTH: every call to /auth/* per IP, RATE_LIMIT_AUTH_PER_MINUTE.
 - ENQUEUE: jobs per project per minute, RATE_LIMIT_ENQUEUE_PER_MINUTE (`check_enqueue_quota`).
 """
@@ -30,9 +32,6 @@ from codity.settings import Settings
 
 log = structlog.get_logger("codity.api.ratelimit")
 
-#: A cost larger than any window admits: used to *record* events (failed logins) unconditionally.
-_UNBOUNDED = 2**31 - 1
-
 _CONSUME_SQL = """
 INSERT INTO rate_limit_buckets AS b (key, window_start, count, expires_at)
 VALUES ($1, now(), $2, now() + make_interval(secs => $4))
@@ -50,6 +49,11 @@ _PRUNE_SQL = "DELETE FROM rate_limit_buckets WHERE expires_at < now() - interval
 
 #: How often each API process prunes expired windows.
 PRUNE_INTERVAL_S = 300.0
+
+_REFUND_SQL = """
+UPDATE rate_limit_buckets SET count = greatest(count - $2, 0)
+ WHERE key = $1 AND expires_at > now()
+"""
 
 _PEEK_SQL = """
 SELECT count, expires_at FROM rate_limit_buckets WHERE key = $1 AND expires_at > now()
@@ -84,14 +88,9 @@ async def consume(
     return Decision(False, count, left)
 
 
-async def record(pool: asyncpg.Pool[Any], key: str, *, window_s: int) -> int:
-    """Count one event (e.g. a failed sign-in) in `key`'s window; returns the window's total."""
-    return (await consume(pool, key, cost=1, limit=_UNBOUNDED, window_s=window_s)).count
-
-
-async def is_exhausted(pool: asyncpg.Pool[Any], key: str, *, limit: int) -> Decision:
-    count, left = await _seconds_left(pool, key)
-    return Decision(count < limit, count, left)
+async def refund(pool: asyncpg.Pool[Any], key: str, *, cost: int = 1) -> None:
+    """Give back units taken in the current window (an attempt that turned out not to count)."""
+    await pool.execute(_REFUND_SQL, key, cost)
 
 
 async def prune_expired(pool: asyncpg.Pool[Any]) -> int:
@@ -117,24 +116,39 @@ def login_failure_keys(ip: str | None, email: str) -> tuple[str, str]:
     return f"login-fail:ip:{ip or 'unknown'}", f"login-fail:account:{email.lower()}"
 
 
-async def check_login_allowed(
+async def reserve_login_attempt(
     pool: asyncpg.Pool[Any], settings: Settings, *, ip: str | None, email: str
 ) -> None:
-    """429 when this IP or this account has used up its failed sign-ins for the window."""
+    """Count this sign-in as a failure up front, per IP and per account, or raise 429.
+
+    Reserving before the password is checked (instead of checking, verifying, then recording)
+    means parallel guesses cannot all slip in before the first failure is written: at most
+    RATE_LIMIT_LOGIN_FAILURES attempts per window get as far as the password check. A
+    successful sign-in hands its reservation back (`release_login_attempt`).
+    """
+    taken: list[str] = []
     for key in login_failure_keys(ip, email):
-        decision = await is_exhausted(pool, key, limit=settings.rate_limit_login_failures)
+        decision = await consume(
+            pool,
+            key,
+            cost=1,
+            limit=settings.rate_limit_login_failures,
+            window_s=settings.rate_limit_login_window_s,
+        )
         if not decision.allowed:
+            for done in taken:
+                await refund(pool, done)
             raise RateLimitedError(
                 "too many failed sign-in attempts: try again later",
                 retry_after_s=decision.retry_after_s,
             )
+        taken.append(key)
 
 
-async def record_login_failure(
-    pool: asyncpg.Pool[Any], settings: Settings, *, ip: str | None, email: str
-) -> None:
+async def release_login_attempt(pool: asyncpg.Pool[Any], *, ip: str | None, email: str) -> None:
+    """The attempt succeeded: it is not a failure after all."""
     for key in login_failure_keys(ip, email):
-        await record(pool, key, window_s=settings.rate_limit_login_window_s)
+        await refund(pool, key)
 
 
 async def check_auth_ceiling(pool: asyncpg.Pool[Any], settings: Settings, ip: str | None) -> None:
