@@ -23,12 +23,28 @@ _TRANSIENT_PG_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def is_transient(exc: BaseException) -> bool:
-    """True when the error means the database is unreachable for now and retrying may succeed."""
+def _is_transient_one(exc: BaseException) -> bool:
     if isinstance(exc, asyncpg.InterfaceError) and "cannot perform operation" in str(exc):
         # e.g. "another operation is in progress": a programming error, not an outage
         return False
     return isinstance(exc, (*_TRANSIENT_PG_ERRORS, DatabaseUnavailableError, OSError, TimeoutError))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when the error means the database is unreachable for now and retrying may succeed.
+
+    The whole chain counts: a connection that drops mid-transaction can surface as a secondary
+    error raised while rolling back (asyncpg's "cannot switch to state ..."), with the real
+    cause, the lost connection, in `__context__`.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if _is_transient_one(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @dataclass

@@ -23,6 +23,8 @@ log = structlog.get_logger("codity.worker.completer")
 
 #: The most outcomes one flush sends.
 MAX_BATCH = 500
+#: An error that is not an outage is retried this many times before the batch is given up.
+MAX_NON_TRANSIENT_FAILURES = 3
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class Completer:
     async def run(self) -> None:
         """Flush forever (until cancelled)."""
         backoff = Backoff()
+        failures = 0
         while True:
             await self._nonempty.wait()
             batch = self._buffer[: self._max_batch]
@@ -69,22 +72,28 @@ class Completer:
                 await self._flush_once(batch)
             except Exception as exc:
                 if not is_transient(exc):
-                    # Not an outage: retrying the same batch would fail forever. Drop it; the
-                    # leases expire and the reaper hands the jobs out again (at-least-once).
-                    log.exception("could not record results; dropped", count=len(batch))
-                    self._remove(batch)
-                    self._settle()
-                    continue
+                    failures += 1
+                    if failures >= MAX_NON_TRANSIENT_FAILURES:
+                        # Not an outage: retrying the same batch would fail forever. Drop it;
+                        # the leases expire and the reaper hands the jobs out again.
+                        log.exception("could not record results; dropped", count=len(batch))
+                        self._remove(batch)
+                        self._settle()
+                        failures = 0
+                        continue
                 delay = backoff.next_delay()
                 log.warning(
-                    "database unavailable; results kept for retry",
+                    "database unavailable; results kept for retry"
+                    if is_transient(exc)
+                    else "could not record results; retrying",
                     pending=len(self._buffer),
                     retry_in_s=round(delay, 2),
-                    error=str(exc),
+                    error=repr(exc),
                 )
                 await asyncio.sleep(delay)
                 continue
             backoff.reset()
+            failures = 0
             self._settle()
 
     def _settle(self) -> None:

@@ -77,7 +77,9 @@ async def test_a_result_whose_lease_was_lost_is_dropped_not_written(
     gate = asyncio.Event()
     queue_id = await make_queue(db)
     job = await enqueue(db, queue_id, "gated")
-    async with running_worker(database_url, gated_registry(gate)) as worker:
+    # capacity 1: the gated job fills the only slot, so the requeued job is not re-claimed by
+    # this same worker before the test's second worker takes it.
+    async with running_worker(database_url, gated_registry(gate), capacity=1) as worker:
         await wait_status(db, job, "running")
         # The lease runs out (as if the worker had stalled), the reaper requeues the job and a
         # second worker takes it: execution_seq 2 now owns the job.

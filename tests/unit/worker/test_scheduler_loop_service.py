@@ -66,3 +66,22 @@ async def test_stop_interrupts_the_wait_between_ticks() -> None:
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="interval_ms must be positive"):
         Scripted([], interval_ms=0, stop=asyncio.Event())
+
+
+def _secondary_error(*, keep_chain: bool) -> RuntimeError:
+    """A RuntimeError raised while handling a lost connection, as asyncpg's rollback does."""
+    try:
+        raise asyncpg.ConnectionDoesNotExistError("connection was closed")
+    except asyncpg.ConnectionDoesNotExistError as lost:
+        secondary = RuntimeError("cannot switch to state 15")
+        if keep_chain:
+            secondary.__context__ = lost
+        return secondary
+
+
+def test_an_outage_hidden_behind_a_secondary_error_is_still_an_outage() -> None:
+    from codity.db.reconnect import is_transient
+
+    assert is_transient(_secondary_error(keep_chain=True))
+    assert not is_transient(_secondary_error(keep_chain=False))
+    assert not is_transient(ValueError("a bug"))
