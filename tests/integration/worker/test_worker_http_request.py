@@ -186,3 +186,42 @@ def test_payload_validation() -> None:
     ):
         with pytest.raises(HandlerInputError):
             HttpRequestSpec.from_payload(bad)
+
+
+async def test_the_handler_reads_the_allowlist_from_settings(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import uuid
+
+    from codity import core
+    from codity.settings import get_settings
+    from codity.worker.context import JobContext
+    from codity.worker.handlers.http_request import http_request
+    from codity.worker.job_logger import JobLogger
+
+    fence = core.Fence(job_id=1, worker_id=uuid.uuid4(), execution_seq=1)
+
+    def ctx() -> JobContext:
+        return JobContext(
+            job_id=1, queue_id=uuid.uuid4(), handler="http_request",
+            payload={"url": server.url("/ok"), "headers": {"Authorization": "Bearer s3cret"}},
+            attempt=1, max_attempts=3, execution_seq=1, deadline=None,
+            logger=JobLogger(fence), cancelled=threading.Event(), db=None, _fence=fence,
+        )  # fmt: skip
+
+    monkeypatch.delenv("HTTP_HANDLER_ALLOWLIST", raising=False)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(DestinationRefusedError):
+            await http_request(ctx())
+        monkeypatch.setenv("HTTP_HANDLER_ALLOWLIST", "example.org, 127.0.0.1")
+        get_settings.cache_clear()
+        context = ctx()
+        result = await http_request(context)
+    finally:
+        get_settings.cache_clear()
+    assert result["status"] == 200
+    logged = context.logger._take(final=False)
+    assert [e.message for e in logged] == ["http request", "http response"]
+    assert "s3cret" not in repr(logged)  # headers are not logged at all
