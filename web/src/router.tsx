@@ -40,7 +40,11 @@ const overviewRoute = createRoute({ getParentRoute: () => appRoute, path: "/", c
 const queuesRoute = createRoute({ getParentRoute: () => appRoute, path: "/queues", component: QueuesPage });
 const workersRoute = createRoute({ getParentRoute: () => appRoute, path: "/workers", component: WorkersPage });
 const schedulesRoute = createRoute({ getParentRoute: () => appRoute, path: "/schedules", component: SchedulesPage });
-const deadLettersRoute = createRoute({ getParentRoute: () => appRoute, path: "/dead-letters", component: DeadLettersPage });
+const deadLettersRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "/dead-letters",
+  component: DeadLettersPage,
+});
 const settingsRoute = createRoute({ getParentRoute: () => appRoute, path: "/settings", component: SettingsPage });
 
 const jobsRoute = createRoute({

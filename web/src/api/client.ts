@@ -38,9 +38,7 @@ async function authFetch(request: Request): Promise<Response> {
 export const api = createClient<paths>({ baseUrl: "", fetch: authFetch });
 
 /** Unwrap an openapi-fetch result: the data, or the API's error envelope as an ApiError. */
-export async function unwrap<T>(
-  call: Promise<{ data?: T; error?: unknown; response: Response }>,
-): Promise<T> {
+export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await call;
   if (!response.ok) throw toApiError(response.status, error);
   return data as T;

@@ -4,7 +4,11 @@ import { keepPreviousData, type QueryKey, useMutation, useQuery, useQueryClient 
 
 export const POLL_MS = 2000;
 
-export function useLive<T>(queryKey: QueryKey, queryFn: () => Promise<T>, options: { enabled?: boolean; interval?: number | false } = {}) {
+export function useLive<T>(
+  queryKey: QueryKey,
+  queryFn: () => Promise<T>,
+  options: { enabled?: boolean; interval?: number | false } = {},
+) {
   return useQuery({
     queryKey,
     queryFn,
@@ -15,7 +19,11 @@ export function useLive<T>(queryKey: QueryKey, queryFn: () => Promise<T>, option
 }
 
 /** A mutation that refreshes the given queries when it succeeds. */
-export function useAction<TVars, TResult>(fn: (vars: TVars) => Promise<TResult>, invalidate: QueryKey[], onSuccess?: (result: TResult, vars: TVars) => void) {
+export function useAction<TVars, TResult>(
+  fn: (vars: TVars) => Promise<TResult>,
+  invalidate: QueryKey[],
+  onSuccess?: (result: TResult, vars: TVars) => void,
+) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: fn,

@@ -46,26 +46,26 @@ function Frame() {
     <div className="min-h-screen lg:grid lg:grid-cols-[14rem_1fr]">
       <aside className="border-b border-slate-200 bg-slate-900 text-slate-300 lg:border-r lg:border-b-0">
         <div className="lg:sticky lg:top-0">
-        <div className="flex items-center justify-between gap-2 px-4 py-3 lg:py-5">
-          <div className="flex items-center gap-2 text-white">
-            <span className="grid size-7 place-items-center rounded-md bg-indigo-500 text-sm font-bold">C</span>
-            <span className="font-semibold tracking-tight">Codity</span>
+          <div className="flex items-center justify-between gap-2 px-4 py-3 lg:py-5">
+            <div className="flex items-center gap-2 text-white">
+              <span className="grid size-7 place-items-center rounded-md bg-indigo-500 text-sm font-bold">C</span>
+              <span className="font-semibold tracking-tight">Codity</span>
+            </div>
           </div>
-        </div>
-        <nav className="flex gap-1 overflow-x-auto px-2 pb-2 lg:flex-col lg:overflow-visible lg:pb-0">
-          {NAV.map((item) => (
-            <Link
-              key={item.to}
-              to={item.to}
-              data-testid={item.testId}
-              activeOptions={{ exact: item.to === "/" }}
-              className="rounded-md px-3 py-1.5 text-sm whitespace-nowrap hover:bg-slate-800 hover:text-white"
-              activeProps={{ className: "bg-slate-800 text-white font-medium" }}
-            >
-              {item.label}
-            </Link>
-          ))}
-        </nav>
+          <nav className="flex gap-1 overflow-x-auto px-2 pb-2 lg:flex-col lg:overflow-visible lg:pb-0">
+            {NAV.map((item) => (
+              <Link
+                key={item.to}
+                to={item.to}
+                data-testid={item.testId}
+                activeOptions={{ exact: item.to === "/" }}
+                className="rounded-md px-3 py-1.5 text-sm whitespace-nowrap hover:bg-slate-800 hover:text-white"
+                activeProps={{ className: "bg-slate-800 text-white font-medium" }}
+              >
+                {item.label}
+              </Link>
+            ))}
+          </nav>
         </div>
       </aside>
       <div className="min-w-0">

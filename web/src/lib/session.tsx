@@ -48,7 +48,11 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     );
   }
   if (!project) {
-    return <ErrorState error={new Error("This organization has no project yet. Create one with the API or `codity db demo`.")} />;
+    return (
+      <ErrorState
+        error={new Error("This organization has no project yet. Create one with the API or `codity db demo`.")}
+      />
+    );
   }
   const role = me.data.role;
   const value: SessionValue = {

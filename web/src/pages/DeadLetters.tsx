@@ -28,24 +28,35 @@ export function DeadLettersPage() {
   const letters = useLive(["dead-letters", projectId], () =>
     unwrap(api.GET("/api/v1/projects/{project_id}/dead-letters", { params: { path, query: { limit: 200 } } })),
   );
-  const keys = [["dead-letters", projectId], ["jobs", projectId], ["overview", projectId]];
+  const keys = [
+    ["dead-letters", projectId],
+    ["jobs", projectId],
+    ["overview", projectId],
+  ];
   const done = (text: string) => {
     setSelection({});
     setNotice(text);
   };
 
   const replayOne = useAction(
-    (d: DeadLetterPublic) => unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/{dead_letter_id}/replay", { params: { path: { ...path, dead_letter_id: d.id } } })),
+    (d: DeadLetterPublic) =>
+      unwrap(
+        api.POST("/api/v1/projects/{project_id}/dead-letters/{dead_letter_id}/replay", {
+          params: { path: { ...path, dead_letter_id: d.id } },
+        }),
+      ),
     keys,
     (r) => done(`Replayed as job ${r.job_ids.map((id) => `#${id}`).join(", ")}.`),
   );
   const replayMany = useAction(
-    (ids: string[]) => unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/replay", { params: { path }, body: { ids } })),
+    (ids: string[]) =>
+      unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/replay", { params: { path }, body: { ids } })),
     keys,
     (r) => done(`Replayed ${r.replayed} dead letter${r.replayed === 1 ? "" : "s"}.`),
   );
   const discard = useAction(
-    (ids: string[]) => unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/discard", { params: { path }, body: { ids } })),
+    (ids: string[]) =>
+      unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/discard", { params: { path }, body: { ids } })),
     keys,
     (r) => done(`Discarded ${r.discarded} dead letter${r.discarded === 1 ? "" : "s"}.`),
   );
@@ -102,7 +113,11 @@ export function DeadLettersPage() {
       ),
     }),
     col.accessor("attempts", { header: "Attempts", meta: { numeric: true, hideOnMobile: true } }),
-    col.accessor("payload_size", { header: "Payload", meta: { numeric: true, hideOnMobile: true }, cell: (c) => formatBytes(c.getValue()) }),
+    col.accessor("payload_size", {
+      header: "Payload",
+      meta: { numeric: true, hideOnMobile: true },
+      cell: (c) => formatBytes(c.getValue()),
+    }),
     col.accessor("failed_at", {
       header: "Failed",
       meta: { hideOnMobile: true },
@@ -117,10 +132,21 @@ export function DeadLettersPage() {
         if (!canAct) return null;
         return (
           <div className="flex justify-end gap-1.5">
-            <Button size="sm" data-testid={`dl-replay-${d.id}`} busy={replayOne.isPending && replayOne.variables?.id === d.id} onClick={() => replayOne.mutate(d)}>
+            <Button
+              size="sm"
+              data-testid={`dl-replay-${d.id}`}
+              busy={replayOne.isPending && replayOne.variables?.id === d.id}
+              onClick={() => replayOne.mutate(d)}
+            >
               Replay
             </Button>
-            <Button size="sm" variant="ghost" className="text-rose-600" data-testid={`dl-discard-${d.id}`} onClick={() => discard.mutate([d.id])}>
+            <Button
+              size="sm"
+              variant="ghost"
+              className="text-rose-600"
+              data-testid={`dl-discard-${d.id}`}
+              onClick={() => discard.mutate([d.id])}
+            >
               Discard
             </Button>
           </div>
@@ -134,15 +160,27 @@ export function DeadLettersPage() {
     <div data-testid="page-dead-letters">
       <PageHeader
         title="Dead letters"
-        description={page ? `${formatNumber(page.total)} jobs exhausted their attempts.` : "Jobs that exhausted their attempts."}
+        description={
+          page ? `${formatNumber(page.total)} jobs exhausted their attempts.` : "Jobs that exhausted their attempts."
+        }
         actions={
           canAct &&
           selected.length > 0 && (
             <>
-              <Button variant="primary" data-testid="dl-replay-selected" busy={replayMany.isPending} onClick={() => replayMany.mutate(selected)}>
+              <Button
+                variant="primary"
+                data-testid="dl-replay-selected"
+                busy={replayMany.isPending}
+                onClick={() => replayMany.mutate(selected)}
+              >
                 Replay {selected.length} selected
               </Button>
-              <Button variant="danger" data-testid="dl-discard-selected" busy={discard.isPending} onClick={() => window.confirm(`Discard ${selected.length} dead letters?`) && discard.mutate(selected)}>
+              <Button
+                variant="danger"
+                data-testid="dl-discard-selected"
+                busy={discard.isPending}
+                onClick={() => window.confirm(`Discard ${selected.length} dead letters?`) && discard.mutate(selected)}
+              >
                 Discard selected
               </Button>
             </>
@@ -152,7 +190,10 @@ export function DeadLettersPage() {
       <div className="mb-3 space-y-2">
         <InlineError error={replayOne.error ?? replayMany.error ?? discard.error} />
         {notice && (
-          <div data-testid="dl-notice" className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-800 ring-1 ring-emerald-200">
+          <div
+            data-testid="dl-notice"
+            className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-800 ring-1 ring-emerald-200"
+          >
             {notice}
           </div>
         )}

@@ -22,10 +22,21 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
   const { can } = useSession();
   const now = useNow();
   const path = { project_id: projectId, job_id: Number(jobId) };
-  const job = useLive(["job", projectId, jobId], () => unwrap(api.GET("/api/v1/projects/{project_id}/jobs/{job_id}", { params: { path } })));
-  const invalidate = [["job", projectId, jobId], ["jobs", projectId]];
-  const retry = useAction(() => unwrap(api.POST("/api/v1/projects/{project_id}/jobs/{job_id}/retry", { params: { path } })), invalidate);
-  const cancel = useAction(() => unwrap(api.POST("/api/v1/projects/{project_id}/jobs/{job_id}/cancel", { params: { path } })), invalidate);
+  const job = useLive(["job", projectId, jobId], () =>
+    unwrap(api.GET("/api/v1/projects/{project_id}/jobs/{job_id}", { params: { path } })),
+  );
+  const invalidate = [
+    ["job", projectId, jobId],
+    ["jobs", projectId],
+  ];
+  const retry = useAction(
+    () => unwrap(api.POST("/api/v1/projects/{project_id}/jobs/{job_id}/retry", { params: { path } })),
+    invalidate,
+  );
+  const cancel = useAction(
+    () => unwrap(api.POST("/api/v1/projects/{project_id}/jobs/{job_id}/cancel", { params: { path } })),
+    invalidate,
+  );
 
   const back = (
     <Link to="/jobs" className="text-sm text-indigo-600 hover:underline">
@@ -55,7 +66,8 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
             <span className="flex flex-wrap items-center gap-2">
               <StatusPill status={j.status} testId="job-status" />
               <span>
-                <code className="text-slate-700">{j.handler}</code> on <b className="font-medium text-slate-700">{j.queue_name}</b>
+                <code className="text-slate-700">{j.handler}</code> on{" "}
+                <b className="font-medium text-slate-700">{j.queue_name}</b>
               </span>
             </span>
           }
@@ -68,7 +80,12 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
                   </Button>
                 )}
                 {CANCELLABLE.has(j.status) && !j.cancel_requested_at && (
-                  <Button variant="danger" data-testid="job-cancel" busy={cancel.isPending} onClick={() => cancel.mutate(undefined)}>
+                  <Button
+                    variant="danger"
+                    data-testid="job-cancel"
+                    busy={cancel.isPending}
+                    onClick={() => cancel.mutate(undefined)}
+                  >
                     Cancel
                   </Button>
                 )}
@@ -94,7 +111,10 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
           <Card title="Details" className="lg:col-span-2">
             <dl className="grid grid-cols-1 gap-x-6 gap-y-3 text-sm sm:grid-cols-2">
               <Item label="Priority" value={j.priority} />
-              <Item label="Attempts" value={<span data-testid="job-attempts">{`${j.attempt} / ${j.max_attempts}`}</span>} />
+              <Item
+                label="Attempts"
+                value={<span data-testid="job-attempts">{`${j.attempt} / ${j.max_attempts}`}</span>}
+              />
               <Item label="Created" value={<Time value={j.created_at} now={now} />} />
               <Item label="Run at" value={<Time value={j.run_at} now={now} />} />
               <Item label="Started" value={<Time value={j.started_at} now={now} />} />
@@ -102,7 +122,10 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
               <Item label="Run time" value={durationBetween(j.started_at, j.finished_at)} />
               <Item label="Timeout" value={formatDuration(j.timeout_ms)} />
               <Item label="Idempotency key" value={j.idempotency_key ?? "—"} />
-              <Item label="Depends on" value={j.depends_on.length ? j.depends_on.map((d) => `#${d}`).join(", ") : "—"} />
+              <Item
+                label="Depends on"
+                value={j.depends_on.length ? j.depends_on.map((d) => `#${d}`).join(", ") : "—"}
+              />
             </dl>
             {j.last_error && (
               <div className="mt-4 rounded-md bg-rose-50 p-3 text-sm text-rose-800 ring-1 ring-rose-200">
@@ -122,12 +145,19 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
             </div>
             <Json value={j.payload} />
             <div className="mt-4 mb-1 text-xs font-medium text-slate-500">Result</div>
-            {j.result == null ? <div className="text-sm text-slate-400">{j.finished_at ? "none" : "none yet"}</div> : <Json value={j.result} testId="job-result" />}
+            {j.result == null ? (
+              <div className="text-sm text-slate-400">{j.finished_at ? "none" : "none yet"}</div>
+            ) : (
+              <Json value={j.result} testId="job-result" />
+            )}
           </Card>
         </div>
         <Card title="Execution timeline" padded={false} testId="job-timeline">
           {j.executions.length === 0 ? (
-            <EmptyState title="No attempt has finished yet" hint="Each attempt appears here when it ends, with its error if it failed." />
+            <EmptyState
+              title="No attempt has finished yet"
+              hint="Each attempt appears here when it ends, with its error if it failed."
+            />
           ) : (
             <ol className="divide-y divide-slate-100">
               {j.executions.map((e) => (
@@ -144,7 +174,15 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
               {j.logs.map((l) => (
                 <div key={l.id} className="flex gap-3 border-b border-slate-50 px-4 py-1.5">
                   <span className="shrink-0 text-slate-400 tabular-nums">{formatDateTime(l.created_at)}</span>
-                  <span className={l.level === "error" ? "shrink-0 text-rose-600" : l.level === "warning" ? "shrink-0 text-amber-600" : "shrink-0 text-slate-500"}>
+                  <span
+                    className={
+                      l.level === "error"
+                        ? "shrink-0 text-rose-600"
+                        : l.level === "warning"
+                          ? "shrink-0 text-amber-600"
+                          : "shrink-0 text-slate-500"
+                    }
+                  >
                     {l.level}
                   </span>
                   <span className="shrink-0 text-slate-400">#{l.execution_seq}</span>
@@ -170,7 +208,11 @@ function ExecutionRow({ e, now }: { e: ExecutionPublic; now: number }) {
           {formatRelative(e.finished_at, now)}
         </span>
       </div>
-      {e.error && <pre className="mt-2 ml-16 rounded bg-slate-50 p-2 font-mono text-xs whitespace-pre-wrap text-rose-700">{e.error}</pre>}
+      {e.error && (
+        <pre className="mt-2 ml-16 rounded bg-slate-50 p-2 font-mono text-xs whitespace-pre-wrap text-rose-700">
+          {e.error}
+        </pre>
+      )}
     </li>
   );
 }
@@ -195,7 +237,10 @@ function Time({ value, now }: { value: string | null; now: number }) {
 
 function Json({ value, testId }: { value: unknown; testId?: string }) {
   return (
-    <pre data-testid={testId} className="max-h-64 overflow-auto rounded-md bg-slate-50 p-3 font-mono text-xs text-slate-800 ring-1 ring-slate-100">
+    <pre
+      data-testid={testId}
+      className="max-h-64 overflow-auto rounded-md bg-slate-50 p-3 font-mono text-xs text-slate-800 ring-1 ring-slate-100"
+    >
       {JSON.stringify(value, null, 2)}
     </pre>
   );

@@ -54,7 +54,11 @@ export function JobsPage({ search }: { search: JobSearch }) {
   const [enqueueOpen, setEnqueueOpen] = useState(false);
   const [text, setText] = useState(search.q ?? "");
   const queues = useLive(["queues", projectId], () =>
-    unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path: { project_id: projectId }, query: { limit: 200 } } })),
+    unwrap(
+      api.GET("/api/v1/projects/{project_id}/queues", {
+        params: { path: { project_id: projectId }, query: { limit: 200 } },
+      }),
+    ),
   );
 
   const jobs = useInfiniteQuery({
@@ -96,14 +100,25 @@ export function JobsPage({ search }: { search: JobSearch }) {
       header: "Job",
       meta: { numeric: true },
       cell: (c) => (
-        <Link to="/jobs/$jobId" params={{ jobId: String(c.getValue()) }} className="font-medium text-indigo-600 hover:underline" data-testid={`job-link-${c.getValue()}`}>
+        <Link
+          to="/jobs/$jobId"
+          params={{ jobId: String(c.getValue()) }}
+          className="font-medium text-indigo-600 hover:underline"
+          data-testid={`job-link-${c.getValue()}`}
+        >
           #{c.getValue()}
         </Link>
       ),
     }),
-    col.accessor("status", { header: "Status", cell: (c) => <StatusPill status={c.getValue()} testId={`job-status-${c.row.original.id}`} /> }),
+    col.accessor("status", {
+      header: "Status",
+      cell: (c) => <StatusPill status={c.getValue()} testId={`job-status-${c.row.original.id}`} />,
+    }),
     col.accessor("queue_name", { header: "Queue" }),
-    col.accessor("handler", { header: "Handler", cell: (c) => <code className="text-xs text-slate-700">{c.getValue()}</code> }),
+    col.accessor("handler", {
+      header: "Handler",
+      cell: (c) => <code className="text-xs text-slate-700">{c.getValue()}</code>,
+    }),
     col.display({
       id: "attempts",
       header: "Attempts",
@@ -114,7 +129,9 @@ export function JobsPage({ search }: { search: JobSearch }) {
     col.accessor("idempotency_key", {
       header: "Idempotency key",
       meta: { hideOnMobile: true },
-      cell: (c) => <span className="inline-block max-w-40 truncate align-bottom text-slate-500">{c.getValue() ?? "—"}</span>,
+      cell: (c) => (
+        <span className="inline-block max-w-40 truncate align-bottom text-slate-500">{c.getValue() ?? "—"}</span>
+      ),
     }),
     col.accessor("created_at", {
       header: "Created",
@@ -138,7 +155,12 @@ export function JobsPage({ search }: { search: JobSearch }) {
       />
       <Card className="mb-4">
         <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-[1fr_1fr_1fr_1fr_2fr]">
-          <Select aria-label="Queue" data-testid="filter-queue" value={search.queue ?? ""} onChange={(e) => setFilter({ queue: e.target.value || undefined })}>
+          <Select
+            aria-label="Queue"
+            data-testid="filter-queue"
+            value={search.queue ?? ""}
+            onChange={(e) => setFilter({ queue: e.target.value || undefined })}
+          >
             <option value="">All queues</option>
             {queues.data?.items.map((q) => (
               <option key={q.id} value={q.name}>
@@ -146,7 +168,12 @@ export function JobsPage({ search }: { search: JobSearch }) {
               </option>
             ))}
           </Select>
-          <Select aria-label="Status" data-testid="filter-status" value={search.status ?? ""} onChange={(e) => setFilter({ status: (e.target.value || undefined) as JobStatus | undefined })}>
+          <Select
+            aria-label="Status"
+            data-testid="filter-status"
+            value={search.status ?? ""}
+            onChange={(e) => setFilter({ status: (e.target.value || undefined) as JobStatus | undefined })}
+          >
             <option value="">All statuses</option>
             {JOB_STATUSES.map((s) => (
               <option key={s} value={s}>
@@ -162,7 +189,12 @@ export function JobsPage({ search }: { search: JobSearch }) {
             onBlur={(e) => setFilter({ handler: e.target.value.trim() || undefined })}
             onKeyDown={(e) => e.key === "Enter" && setFilter({ handler: e.currentTarget.value.trim() || undefined })}
           />
-          <Select aria-label="Time range" data-testid="filter-range" value={search.range ?? ""} onChange={(e) => setFilter({ range: (e.target.value || undefined) as Range | undefined })}>
+          <Select
+            aria-label="Time range"
+            data-testid="filter-range"
+            value={search.range ?? ""}
+            onChange={(e) => setFilter({ range: (e.target.value || undefined) as Range | undefined })}
+          >
             <option value="">Any time</option>
             <option value="15m">Last 15 minutes</option>
             <option value="1h">Last hour</option>
@@ -170,7 +202,13 @@ export function JobsPage({ search }: { search: JobSearch }) {
             <option value="7d">Last 7 days</option>
           </Select>
           <form onSubmit={submitSearch} className="flex gap-2">
-            <Input aria-label="Search by id or idempotency key" placeholder="Job id or idempotency key" data-testid="job-search" value={text} onChange={(e) => setText(e.target.value)} />
+            <Input
+              aria-label="Search by id or idempotency key"
+              placeholder="Job id or idempotency key"
+              data-testid="job-search"
+              value={text}
+              onChange={(e) => setText(e.target.value)}
+            />
             <Button type="submit">Search</Button>
           </form>
         </div>
@@ -195,7 +233,13 @@ export function JobsPage({ search }: { search: JobSearch }) {
           </div>
         )}
       </Card>
-      {enqueueOpen && <EnqueueDialog queues={queues.data?.items.map((q) => q.name) ?? []} defaultQueue={search.queue} onClose={() => setEnqueueOpen(false)} />}
+      {enqueueOpen && (
+        <EnqueueDialog
+          queues={queues.data?.items.map((q) => q.name) ?? []}
+          defaultQueue={search.queue}
+          onClose={() => setEnqueueOpen(false)}
+        />
+      )}
     </div>
   );
 }
@@ -210,7 +254,15 @@ export function parsePayload(text: string): { ok: true; value: unknown } | { ok:
   }
 }
 
-function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; defaultQueue?: string; onClose: () => void }) {
+function EnqueueDialog({
+  queues,
+  defaultQueue,
+  onClose,
+}: {
+  queues: string[];
+  defaultQueue?: string;
+  onClose: () => void;
+}) {
   const projectId = useProjectId();
   const navigate = useNavigate();
   const [queue, setQueue] = useState(defaultQueue ?? queues[0] ?? "");
@@ -244,7 +296,10 @@ function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; de
   );
   const err = enqueue.error instanceof ApiError ? enqueue.error : null;
   const fieldErr = (f: string) => err?.fieldMessage(f) ?? null;
-  const payloadErr = parseError ?? fieldErr("payload") ?? (err && ["payload_too_large", "invalid_payload"].includes(err.code) ? err.message : null);
+  const payloadErr =
+    parseError ??
+    fieldErr("payload") ??
+    (err && ["payload_too_large", "invalid_payload"].includes(err.code) ? err.message : null);
   const known = ["queue", "handler", "payload", "priority", "delay_s", "idempotency_key"];
 
   function submit(event: FormEvent) {
@@ -267,7 +322,13 @@ function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; de
       footer={
         <>
           <Button onClick={onClose}>Cancel</Button>
-          <Button variant="primary" type="submit" form="enqueue-form" busy={enqueue.isPending} data-testid="enqueue-submit">
+          <Button
+            variant="primary"
+            type="submit"
+            form="enqueue-form"
+            busy={enqueue.isPending}
+            data-testid="enqueue-submit"
+          >
             Enqueue
           </Button>
         </>
@@ -275,9 +336,19 @@ function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; de
     >
       <form id="enqueue-form" onSubmit={submit} className="space-y-4">
         <div className="grid gap-4 sm:grid-cols-2">
-          <Field label="Queue" name="queue" error={fieldErr("queue") ?? (err?.code === "not_found" ? err.message : null)}>
+          <Field
+            label="Queue"
+            name="queue"
+            error={fieldErr("queue") ?? (err?.code === "not_found" ? err.message : null)}
+          >
             {({ id, invalid }) => (
-              <Select id={id} invalid={invalid} data-testid="enqueue-queue" value={queue} onChange={(e) => setQueue(e.target.value)}>
+              <Select
+                id={id}
+                invalid={invalid}
+                data-testid="enqueue-queue"
+                value={queue}
+                onChange={(e) => setQueue(e.target.value)}
+              >
                 {queues.map((q) => (
                   <option key={q} value={q}>
                     {q}
@@ -287,7 +358,16 @@ function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; de
             )}
           </Field>
           <Field label="Handler" name="handler" error={fieldErr("handler")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="enqueue-handler" required value={handler} onChange={(e) => setHandler(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="enqueue-handler"
+                required
+                value={handler}
+                onChange={(e) => setHandler(e.target.value)}
+              />
+            )}
           </Field>
         </div>
         <Field label="Payload (JSON)" name="payload" hint="Any JSON value, at most 64 KB." error={payloadErr}>
@@ -310,16 +390,38 @@ function EnqueueDialog({ queues, defaultQueue, onClose }: { queues: string[]; de
         </Field>
         <div className="grid gap-4 sm:grid-cols-3">
           <Field label="Priority" name="priority" hint="higher runs first" error={fieldErr("priority")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" value={priority} onChange={(e) => setPriority(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                type="number"
+                value={priority}
+                onChange={(e) => setPriority(e.target.value)}
+              />
+            )}
           </Field>
           <Field label="Delay (s)" name="delay_s" error={fieldErr("delay_s")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" min={0} step="any" value={delay} onChange={(e) => setDelay(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                type="number"
+                min={0}
+                step="any"
+                value={delay}
+                onChange={(e) => setDelay(e.target.value)}
+              />
+            )}
           </Field>
           <Field label="Idempotency key" name="idempotency_key" error={fieldErr("idempotency_key")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} value={key} onChange={(e) => setKey(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input id={id} invalid={invalid} value={key} onChange={(e) => setKey(e.target.value)} />
+            )}
           </Field>
         </div>
-        {err && !payloadErr && !known.some((f) => fieldErr(f)) && err.code !== "not_found" && <InlineError error={err} />}
+        {err && !payloadErr && !known.some((f) => fieldErr(f)) && err.code !== "not_found" && (
+          <InlineError error={err} />
+        )}
       </form>
     </Dialog>
   );

@@ -41,10 +41,16 @@ export function LoginPage({ redirect }: { redirect?: string }) {
     <div className="grid min-h-screen place-items-center bg-slate-100 px-4">
       <div className="w-full max-w-sm">
         <div className="mb-6 flex items-center justify-center gap-2">
-          <span className="grid size-9 place-items-center rounded-lg bg-indigo-600 text-lg font-bold text-white">C</span>
+          <span className="grid size-9 place-items-center rounded-lg bg-indigo-600 text-lg font-bold text-white">
+            C
+          </span>
           <span className="text-xl font-semibold tracking-tight">Codity Scheduler</span>
         </div>
-        <form onSubmit={submit} data-testid="login-form" className="space-y-4 rounded-lg bg-white p-6 shadow-sm ring-1 ring-slate-200">
+        <form
+          onSubmit={submit}
+          data-testid="login-form"
+          className="space-y-4 rounded-lg bg-white p-6 shadow-sm ring-1 ring-slate-200"
+        >
           <h1 className="text-base font-semibold">Sign in</h1>
           {redirect && safeRedirect(redirect) !== "/" && (
             <p data-testid="session-expired" className="text-sm text-slate-500">
@@ -52,11 +58,29 @@ export function LoginPage({ redirect }: { redirect?: string }) {
             </p>
           )}
           <Field label="Email" name="email">
-            {({ id }) => <Input id={id} data-testid="login-email" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />}
+            {({ id }) => (
+              <Input
+                id={id}
+                data-testid="login-email"
+                type="email"
+                autoComplete="username"
+                required
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+              />
+            )}
           </Field>
           <Field label="Password" name="password">
             {({ id }) => (
-              <Input id={id} data-testid="login-password" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+              <Input
+                id={id}
+                data-testid="login-password"
+                type="password"
+                autoComplete="current-password"
+                required
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+              />
             )}
           </Field>
           <InlineError error={error} />

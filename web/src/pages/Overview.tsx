@@ -32,8 +32,18 @@ export function OverviewPage() {
       ) : (
         <div className="space-y-4">
           <div className="grid grid-cols-2 gap-3 lg:grid-cols-4">
-            <Stat label="Completed · last hour" value={formatNumber(sum(data.throughput, "completed"))} tone="green" testId="stat-completed" />
-            <Stat label="Failed · last hour" value={formatNumber(sum(data.throughput, "failed"))} tone={sum(data.throughput, "failed") > 0 ? "red" : undefined} testId="stat-failed" />
+            <Stat
+              label="Completed · last hour"
+              value={formatNumber(sum(data.throughput, "completed"))}
+              tone="green"
+              testId="stat-completed"
+            />
+            <Stat
+              label="Failed · last hour"
+              value={formatNumber(sum(data.throughput, "failed"))}
+              tone={sum(data.throughput, "failed") > 0 ? "red" : undefined}
+              testId="stat-failed"
+            />
             <Stat
               label="Workers alive / dead"
               testId="stat-workers"
@@ -41,12 +51,19 @@ export function OverviewPage() {
                 <span>
                   <span className="text-emerald-600">{data.workers.active + data.workers.draining}</span>
                   <span className="text-slate-300"> / </span>
-                  <span className={data.workers.dead > 0 ? "text-rose-600" : "text-slate-400"}>{data.workers.dead}</span>
+                  <span className={data.workers.dead > 0 ? "text-rose-600" : "text-slate-400"}>
+                    {data.workers.dead}
+                  </span>
                 </span>
               }
               hint={data.workers.draining > 0 ? `${data.workers.draining} draining` : undefined}
             />
-            <Stat label="Dead letters" value={formatNumber(data.dead_letters)} tone={data.dead_letters > 0 ? "red" : undefined} testId="stat-dlq" />
+            <Stat
+              label="Dead letters"
+              value={formatNumber(data.dead_letters)}
+              tone={data.dead_letters > 0 ? "red" : undefined}
+              testId="stat-dlq"
+            />
           </div>
           <div className="grid gap-4 lg:grid-cols-3">
             <Card title="Throughput per minute" className="lg:col-span-2">
@@ -54,16 +71,28 @@ export function OverviewPage() {
             </Card>
             <Card title="Health" testId="health">
               <dl className="space-y-3 text-sm">
-                <HealthRow label="Database" ok={data.health.database_ok} text={data.health.database_ok ? "reachable" : "unreachable"} />
+                <HealthRow
+                  label="Database"
+                  ok={data.health.database_ok}
+                  text={data.health.database_ok ? "reachable" : "unreachable"}
+                />
                 <HealthRow
                   label="Scheduler"
                   ok={data.health.scheduler_ok}
-                  text={data.health.scheduler_lag_s == null ? "on time" : `lag ${formatSpan(data.health.scheduler_lag_s * 1000)}`}
+                  text={
+                    data.health.scheduler_lag_s == null
+                      ? "on time"
+                      : `lag ${formatSpan(data.health.scheduler_lag_s * 1000)}`
+                  }
                 />
                 <HealthRow
                   label="Oldest claimable job"
                   ok={(data.health.oldest_queued_age_s ?? 0) < 60}
-                  text={data.health.oldest_queued_age_s == null ? "none waiting" : formatSpan(data.health.oldest_queued_age_s * 1000)}
+                  text={
+                    data.health.oldest_queued_age_s == null
+                      ? "none waiting"
+                      : formatSpan(data.health.oldest_queued_age_s * 1000)
+                  }
                 />
                 <HealthRow label="Queues" ok text={`${data.queues} (${data.paused_queues} paused)`} />
               </dl>
@@ -114,7 +143,11 @@ function DepthBars({ depth }: { depth: QueueDepth }) {
   return (
     <div className="grid gap-x-6 gap-y-2 sm:grid-cols-2 lg:grid-cols-3">
       {values.map(([status, n]) => (
-        <div key={status} className="grid grid-cols-[7.5rem_1fr_4rem] items-center gap-2" data-testid={`depth-${status}`}>
+        <div
+          key={status}
+          className="grid grid-cols-[7.5rem_1fr_4rem] items-center gap-2"
+          data-testid={`depth-${status}`}
+        >
           <StatusPill status={status} />
           <div className="h-2 rounded-full bg-slate-100">
             <div className={`h-2 rounded-full ${barColour[status]}`} style={{ width: `${(n / max) * 100}%` }} />

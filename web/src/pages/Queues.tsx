@@ -27,17 +27,26 @@ export function QueuesPage() {
   const projectId = useProjectId();
   const { can } = useSession();
   const path = { project_id: projectId };
-  const queues = useLive(["queues", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })));
+  const queues = useLive(["queues", projectId], () =>
+    unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })),
+  );
   const [editing, setEditing] = useState<QueuePublic | "new" | null>(null);
 
   const toggle = useAction(
     (q: QueuePublic) =>
       unwrap(
         q.is_paused
-          ? api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/resume", { params: { path: { ...path, queue_id: q.id } } })
-          : api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/pause", { params: { path: { ...path, queue_id: q.id } } }),
+          ? api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/resume", {
+              params: { path: { ...path, queue_id: q.id } },
+            })
+          : api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/pause", {
+              params: { path: { ...path, queue_id: q.id } },
+            }),
       ),
-    [["queues", projectId], ["overview", projectId]],
+    [
+      ["queues", projectId],
+      ["overview", projectId],
+    ],
   );
 
   const columns = [
@@ -45,7 +54,11 @@ export function QueuesPage() {
       header: "Queue",
       cell: (c) => (
         <div className="flex items-center gap-2">
-          <Link to="/jobs" search={{ queue: c.row.original.name }} className="font-medium text-slate-900 hover:text-indigo-600">
+          <Link
+            to="/jobs"
+            search={{ queue: c.row.original.name }}
+            className="font-medium text-slate-900 hover:text-indigo-600"
+          >
             {c.getValue()}
           </Link>
           {c.row.original.is_paused ? (
@@ -60,8 +73,17 @@ export function QueuesPage() {
         </div>
       ),
     }),
-    col.display({ id: "depth", header: "Depth", meta: { numeric: true }, cell: (c) => formatNumber(backlog(c.row.original)) }),
-    col.accessor("claimable", { header: "Claimable", meta: { numeric: true, hideOnMobile: true }, cell: (c) => formatNumber(c.getValue()) }),
+    col.display({
+      id: "depth",
+      header: "Depth",
+      meta: { numeric: true },
+      cell: (c) => formatNumber(backlog(c.row.original)),
+    }),
+    col.accessor("claimable", {
+      header: "Claimable",
+      meta: { numeric: true, hideOnMobile: true },
+      cell: (c) => formatNumber(c.getValue()),
+    }),
     col.accessor("running", { header: "Running", meta: { numeric: true }, cell: (c) => formatNumber(c.getValue()) }),
     col.accessor("concurrency_limit", {
       header: "Limit",
@@ -75,14 +97,21 @@ export function QueuesPage() {
         const p = c.getValue();
         return p ? (
           <span title={`${p.strategy}, up to ${p.max_attempts} attempts`}>
-            {p.name} <span className="text-slate-400">· {p.strategy} ×{p.max_attempts}</span>
+            {p.name}{" "}
+            <span className="text-slate-400">
+              · {p.strategy} ×{p.max_attempts}
+            </span>
           </span>
         ) : (
           <span className="text-slate-400">default ×{c.row.original.default_max_attempts}</span>
         );
       },
     }),
-    col.accessor("default_timeout_ms", { header: "Timeout", meta: { numeric: true, hideOnMobile: true }, cell: (c) => formatDuration(c.getValue()) }),
+    col.accessor("default_timeout_ms", {
+      header: "Timeout",
+      meta: { numeric: true, hideOnMobile: true },
+      cell: (c) => formatDuration(c.getValue()),
+    }),
     col.display({
       id: "actions",
       header: "",
@@ -135,7 +164,12 @@ export function QueuesPage() {
           loading={queues.isLoading}
           error={queues.error}
           onRetry={() => void queues.refetch()}
-          empty={<EmptyState title="No queues yet" hint="A queue holds jobs for workers to claim. Create one to start enqueuing." />}
+          empty={
+            <EmptyState
+              title="No queues yet"
+              hint="A queue holds jobs for workers to claim. Create one to start enqueuing."
+            />
+          }
         />
       </Card>
       {editing && <QueueDialog queue={editing === "new" ? null : editing} onClose={() => setEditing(null)} />}
@@ -146,7 +180,11 @@ export function QueuesPage() {
 function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: () => void }) {
   const projectId = useProjectId();
   const path = { project_id: projectId };
-  const policies = useLive(["retry-policies", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/retry-policies", { params: { path } })), { interval: false });
+  const policies = useLive(
+    ["retry-policies", projectId],
+    () => unwrap(api.GET("/api/v1/projects/{project_id}/retry-policies", { params: { path } })),
+    { interval: false },
+  );
   const [name, setName] = useState(queue?.name ?? "");
   const [description, setDescription] = useState(queue?.description ?? "");
   const [limit, setLimit] = useState(queue?.concurrency_limit?.toString() ?? "");
@@ -165,7 +203,12 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
         retry_policy_id: policy || null,
       };
       return queue
-        ? unwrap(api.PATCH("/api/v1/projects/{project_id}/queues/{queue_id}", { params: { path: { ...path, queue_id: queue.id } }, body }))
+        ? unwrap(
+            api.PATCH("/api/v1/projects/{project_id}/queues/{queue_id}", {
+              params: { path: { ...path, queue_id: queue.id } },
+              body,
+            }),
+          )
         : unwrap(api.POST("/api/v1/projects/{project_id}/queues", { params: { path }, body: { ...body, name } }));
     },
     [["queues", projectId]],
@@ -195,22 +238,77 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
     >
       <form id="queue-form" onSubmit={submit} className="space-y-4">
         {!queue && (
-          <Field label="Name" name="name" hint="lowercase letters, digits, '.', '_' or '-'" error={err?.fieldMessage("name")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="queue-name" required value={name} onChange={(e) => setName(e.target.value)} />}
+          <Field
+            label="Name"
+            name="name"
+            hint="lowercase letters, digits, '.', '_' or '-'"
+            error={err?.fieldMessage("name")}
+          >
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="queue-name"
+                required
+                value={name}
+                onChange={(e) => setName(e.target.value)}
+              />
+            )}
           </Field>
         )}
         <Field label="Description" name="description" error={err?.fieldMessage("description")}>
-          {({ id, invalid }) => <Input id={id} invalid={invalid} value={description} onChange={(e) => setDescription(e.target.value)} />}
+          {({ id, invalid }) => (
+            <Input id={id} invalid={invalid} value={description} onChange={(e) => setDescription(e.target.value)} />
+          )}
         </Field>
         <div className="grid gap-4 sm:grid-cols-3">
-          <Field label="Concurrency limit" name="concurrency_limit" hint="blank: no limit" error={err?.fieldMessage("concurrency_limit")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="queue-limit" type="number" min={1} value={limit} onChange={(e) => setLimit(e.target.value)} />}
+          <Field
+            label="Concurrency limit"
+            name="concurrency_limit"
+            hint="blank: no limit"
+            error={err?.fieldMessage("concurrency_limit")}
+          >
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="queue-limit"
+                type="number"
+                min={1}
+                value={limit}
+                onChange={(e) => setLimit(e.target.value)}
+              />
+            )}
           </Field>
           <Field label="Max attempts" name="default_max_attempts" error={err?.fieldMessage("default_max_attempts")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" min={1} max={100} value={attempts} onChange={(e) => setAttempts(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                type="number"
+                min={1}
+                max={100}
+                value={attempts}
+                onChange={(e) => setAttempts(e.target.value)}
+              />
+            )}
           </Field>
-          <Field label="Timeout (ms)" name="default_timeout_ms" hint="blank: none" error={err?.fieldMessage("default_timeout_ms")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} type="number" min={1} value={timeout} onChange={(e) => setTimeoutMs(e.target.value)} />}
+          <Field
+            label="Timeout (ms)"
+            name="default_timeout_ms"
+            hint="blank: none"
+            error={err?.fieldMessage("default_timeout_ms")}
+          >
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                type="number"
+                min={1}
+                value={timeout}
+                onChange={(e) => setTimeoutMs(e.target.value)}
+              />
+            )}
           </Field>
         </div>
         <Field label="Retry policy" name="retry_policy_id" error={err?.fieldMessage("retry_policy_id")}>
@@ -225,9 +323,15 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
             </Select>
           )}
         </Field>
-        {err && !["name", "description", "concurrency_limit", "default_max_attempts", "default_timeout_ms", "retry_policy_id"].some((f) => err.fieldMessage(f)) && (
-          <InlineError error={err} />
-        )}
+        {err &&
+          ![
+            "name",
+            "description",
+            "concurrency_limit",
+            "default_max_attempts",
+            "default_timeout_ms",
+            "retry_policy_id",
+          ].some((f) => err.fieldMessage(f)) && <InlineError error={err} />}
         {save.error && !err && <InlineError error={save.error} />}
       </form>
     </Dialog>

@@ -31,25 +31,44 @@ export function SchedulesPage() {
   const { can } = useSession();
   const now = useNow(1000);
   const path = { project_id: projectId };
-  const schedules = useLive(["schedules", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/schedules", { params: { path, query: { limit: 200 } } })));
+  const schedules = useLive(["schedules", projectId], () =>
+    unwrap(api.GET("/api/v1/projects/{project_id}/schedules", { params: { path, query: { limit: 200 } } })),
+  );
   const [editing, setEditing] = useState<SchedulePublic | "new" | null>(null);
-  const keys = [["schedules", projectId], ["jobs", projectId]];
+  const keys = [
+    ["schedules", projectId],
+    ["jobs", projectId],
+  ];
 
   const setEnabled = useAction(
     (s: SchedulePublic) =>
       unwrap(
         s.enabled
-          ? api.POST("/api/v1/projects/{project_id}/schedules/{schedule_id}/disable", { params: { path: { ...path, schedule_id: s.id } } })
-          : api.POST("/api/v1/projects/{project_id}/schedules/{schedule_id}/enable", { params: { path: { ...path, schedule_id: s.id } } }),
+          ? api.POST("/api/v1/projects/{project_id}/schedules/{schedule_id}/disable", {
+              params: { path: { ...path, schedule_id: s.id } },
+            })
+          : api.POST("/api/v1/projects/{project_id}/schedules/{schedule_id}/enable", {
+              params: { path: { ...path, schedule_id: s.id } },
+            }),
       ),
     keys,
   );
   const trigger = useAction(
-    (s: SchedulePublic) => unwrap(api.POST("/api/v1/projects/{project_id}/schedules/{schedule_id}/trigger", { params: { path: { ...path, schedule_id: s.id } } })),
+    (s: SchedulePublic) =>
+      unwrap(
+        api.POST("/api/v1/projects/{project_id}/schedules/{schedule_id}/trigger", {
+          params: { path: { ...path, schedule_id: s.id } },
+        }),
+      ),
     keys,
   );
   const remove = useAction(
-    (s: SchedulePublic) => unwrap(api.DELETE("/api/v1/projects/{project_id}/schedules/{schedule_id}", { params: { path: { ...path, schedule_id: s.id } } })),
+    (s: SchedulePublic) =>
+      unwrap(
+        api.DELETE("/api/v1/projects/{project_id}/schedules/{schedule_id}", {
+          params: { path: { ...path, schedule_id: s.id } },
+        }),
+      ),
     keys,
   );
 
@@ -65,13 +84,20 @@ export function SchedulesPage() {
         </div>
       ),
     }),
-    col.accessor("cron_expression", { header: "Cron", cell: (c) => <code className="rounded bg-slate-100 px-1.5 py-0.5 text-xs">{c.getValue()}</code> }),
+    col.accessor("cron_expression", {
+      header: "Cron",
+      cell: (c) => <code className="rounded bg-slate-100 px-1.5 py-0.5 text-xs">{c.getValue()}</code>,
+    }),
     col.accessor("timezone", { header: "Zone", meta: { hideOnMobile: true } }),
     col.accessor("next_run_at", {
       header: "Next run",
       cell: (c) => (
         <span title={formatDateTime(c.getValue())} className="tabular-nums">
-          {c.row.original.enabled ? formatRelative(c.getValue(), now) : <span className="text-slate-400">disabled</span>}
+          {c.row.original.enabled ? (
+            formatRelative(c.getValue(), now)
+          ) : (
+            <span className="text-slate-400">disabled</span>
+          )}
         </span>
       ),
     }),
@@ -96,7 +122,12 @@ export function SchedulesPage() {
         return (
           <div className="flex justify-end gap-1.5">
             {can("member") && (
-              <Button size="sm" data-testid={`trigger-${s.name}`} busy={trigger.isPending && trigger.variables?.id === s.id} onClick={() => trigger.mutate(s)}>
+              <Button
+                size="sm"
+                data-testid={`trigger-${s.name}`}
+                busy={trigger.isPending && trigger.variables?.id === s.id}
+                onClick={() => trigger.mutate(s)}
+              >
                 Trigger now
               </Button>
             )}
@@ -141,7 +172,10 @@ export function SchedulesPage() {
       <div className="mb-3 space-y-2">
         <InlineError error={setEnabled.error ?? trigger.error ?? remove.error} />
         {trigger.data && (
-          <div className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-800 ring-1 ring-emerald-200" data-testid="trigger-result">
+          <div
+            className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-800 ring-1 ring-emerald-200"
+            data-testid="trigger-result"
+          >
             Enqueued job #{trigger.data.job_id}.
           </div>
         )}
@@ -156,7 +190,12 @@ export function SchedulesPage() {
           loading={schedules.isLoading}
           error={schedules.error}
           onRetry={() => void schedules.refetch()}
-          empty={<EmptyState title="No schedules" hint="A schedule enqueues a job on a cron expression, in a time zone of your choice." />}
+          empty={
+            <EmptyState
+              title="No schedules"
+              hint="A schedule enqueues a job on a cron expression, in a time zone of your choice."
+            />
+          }
         />
       </Card>
       {editing && <ScheduleDialog schedule={editing === "new" ? null : editing} onClose={() => setEditing(null)} />}
@@ -167,7 +206,9 @@ export function SchedulesPage() {
 function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null; onClose: () => void }) {
   const projectId = useProjectId();
   const path = { project_id: projectId };
-  const queues = useLive(["queues", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })));
+  const queues = useLive(["queues", projectId], () =>
+    unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })),
+  );
   const [name, setName] = useState(schedule?.name ?? "");
   const [queue, setQueue] = useState(schedule?.queue_name ?? "");
   const [cron, setCron] = useState(schedule?.cron_expression ?? "*/5 * * * *");
@@ -183,17 +224,40 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
   const preview = useQuery({
     queryKey: ["cron-preview", projectId, settledCron, settledTz],
     queryFn: () =>
-      unwrap(api.POST("/api/v1/projects/{project_id}/schedules/validate", { params: { path }, body: { cron_expression: settledCron, timezone: settledTz, n: 5 } })),
+      unwrap(
+        api.POST("/api/v1/projects/{project_id}/schedules/validate", {
+          params: { path },
+          body: { cron_expression: settledCron, timezone: settledTz, n: 5 },
+        }),
+      ),
     enabled: settledCron.trim().length > 0 && settledTz.trim().length > 0,
     retry: false,
   });
 
   const save = useAction(
     (value: unknown) => {
-      const body = { name, cron_expression: cron, timezone, handler, payload: value, enabled, priority: schedule?.priority ?? 0 };
+      const body = {
+        name,
+        cron_expression: cron,
+        timezone,
+        handler,
+        payload: value,
+        enabled,
+        priority: schedule?.priority ?? 0,
+      };
       return schedule
-        ? unwrap(api.PATCH("/api/v1/projects/{project_id}/schedules/{schedule_id}", { params: { path: { ...path, schedule_id: schedule.id } }, body }))
-        : unwrap(api.POST("/api/v1/projects/{project_id}/schedules", { params: { path }, body: { ...body, queue: queue || queues.data?.items[0]?.name || "" } }));
+        ? unwrap(
+            api.PATCH("/api/v1/projects/{project_id}/schedules/{schedule_id}", {
+              params: { path: { ...path, schedule_id: schedule.id } },
+              body,
+            }),
+          )
+        : unwrap(
+            api.POST("/api/v1/projects/{project_id}/schedules", {
+              params: { path },
+              body: { ...body, queue: queue || queues.data?.items[0]?.name || "" },
+            }),
+          );
     },
     [["schedules", projectId]],
     onClose,
@@ -202,8 +266,15 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
   const fieldErr = (f: string) => err?.fieldMessage(f) ?? null;
   const previewErr = preview.error instanceof ApiError ? preview.error : null;
   const cronError =
-    fieldErr("cron_expression") ?? (err && CRON_CODES.has(err.code) ? err.message : null) ?? (previewErr && (CRON_CODES.has(previewErr.code) || previewErr.fieldMessage("cron_expression")) ? (previewErr.fieldMessage("cron_expression") ?? previewErr.message) : null);
-  const tzError = fieldErr("timezone") ?? (err && TZ_CODES.has(err.code) ? err.message : null) ?? (previewErr && TZ_CODES.has(previewErr.code) ? previewErr.message : null);
+    fieldErr("cron_expression") ??
+    (err && CRON_CODES.has(err.code) ? err.message : null) ??
+    (previewErr && (CRON_CODES.has(previewErr.code) || previewErr.fieldMessage("cron_expression"))
+      ? (previewErr.fieldMessage("cron_expression") ?? previewErr.message)
+      : null);
+  const tzError =
+    fieldErr("timezone") ??
+    (err && TZ_CODES.has(err.code) ? err.message : null) ??
+    (previewErr && TZ_CODES.has(previewErr.code) ? previewErr.message : null);
   const known = ["name", "queue", "cron_expression", "timezone", "handler", "payload"];
 
   function submit(event: FormEvent) {
@@ -226,7 +297,13 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
       footer={
         <>
           <Button onClick={onClose}>Cancel</Button>
-          <Button variant="primary" type="submit" form="schedule-form" busy={save.isPending} data-testid="schedule-save">
+          <Button
+            variant="primary"
+            type="submit"
+            form="schedule-form"
+            busy={save.isPending}
+            data-testid="schedule-save"
+          >
             {schedule ? "Save" : "Create schedule"}
           </Button>
         </>
@@ -235,11 +312,27 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
       <form id="schedule-form" onSubmit={submit} className="space-y-4">
         <div className="grid gap-4 sm:grid-cols-2">
           <Field label="Name" name="name" error={fieldErr("name") ?? (err?.code === "conflict" ? err.message : null)}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="schedule-name" required value={name} onChange={(e) => setName(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="schedule-name"
+                required
+                value={name}
+                onChange={(e) => setName(e.target.value)}
+              />
+            )}
           </Field>
           <Field label="Queue" name="queue" error={fieldErr("queue")}>
             {({ id, invalid }) => (
-              <Select id={id} invalid={invalid} disabled={Boolean(schedule)} data-testid="schedule-queue" value={queue || queues.data?.items[0]?.name || ""} onChange={(e) => setQueue(e.target.value)}>
+              <Select
+                id={id}
+                invalid={invalid}
+                disabled={Boolean(schedule)}
+                data-testid="schedule-queue"
+                value={queue || queues.data?.items[0]?.name || ""}
+                onChange={(e) => setQueue(e.target.value)}
+              >
                 {queues.data?.items.map((q) => (
                   <option key={q.id} value={q.name}>
                     {q.name}
@@ -250,13 +343,42 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
           </Field>
         </div>
         <div className="grid gap-4 sm:grid-cols-2">
-          <Field label="Cron expression" name="cron_expression" hint="minute hour day month weekday, e.g. */5 * * * *" error={cronError}>
+          <Field
+            label="Cron expression"
+            name="cron_expression"
+            hint="minute hour day month weekday, e.g. */5 * * * *"
+            error={cronError}
+          >
             {({ id, invalid, describedBy }) => (
-              <Input id={id} invalid={invalid} aria-describedby={describedBy} data-testid="schedule-cron" className="font-mono" required value={cron} onChange={(e) => { setCron(e.target.value); save.reset(); }} />
+              <Input
+                id={id}
+                invalid={invalid}
+                aria-describedby={describedBy}
+                data-testid="schedule-cron"
+                className="font-mono"
+                required
+                value={cron}
+                onChange={(e) => {
+                  setCron(e.target.value);
+                  save.reset();
+                }}
+              />
             )}
           </Field>
           <Field label="Time zone" name="timezone" hint="IANA name, e.g. UTC or Europe/Paris" error={tzError}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} data-testid="schedule-timezone" required value={timezone} onChange={(e) => { setTimezone(e.target.value); save.reset(); }} />}
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="schedule-timezone"
+                required
+                value={timezone}
+                onChange={(e) => {
+                  setTimezone(e.target.value);
+                  save.reset();
+                }}
+              />
+            )}
           </Field>
         </div>
         <div className="rounded-md bg-slate-50 p-3 text-xs ring-1 ring-slate-100" data-testid="cron-preview">
@@ -270,11 +392,15 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
               ))}
             </ul>
           ) : (
-            <div className="text-slate-400">{preview.isFetching ? "checking…" : cronError ? "fix the expression to see its fire times" : "—"}</div>
+            <div className="text-slate-400">
+              {preview.isFetching ? "checking…" : cronError ? "fix the expression to see its fire times" : "—"}
+            </div>
           )}
         </div>
         <Field label="Handler" name="handler" error={fieldErr("handler")}>
-          {({ id, invalid }) => <Input id={id} invalid={invalid} required value={handler} onChange={(e) => setHandler(e.target.value)} />}
+          {({ id, invalid }) => (
+            <Input id={id} invalid={invalid} required value={handler} onChange={(e) => setHandler(e.target.value)} />
+          )}
         </Field>
         <Field label="Payload (JSON)" name="payload" error={parseError ?? fieldErr("payload")}>
           {({ id, invalid }) => (
@@ -293,7 +419,9 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
           )}
         </Field>
         <Checkbox label="Enabled" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />
-        {err && !cronError && !tzError && !known.some((f) => fieldErr(f)) && err.code !== "conflict" && <InlineError error={err} />}
+        {err && !cronError && !tzError && !known.some((f) => fieldErr(f)) && err.code !== "conflict" && (
+          <InlineError error={err} />
+        )}
       </form>
     </Dialog>
   );

@@ -78,10 +78,20 @@ function ProjectsCard() {
           }}
         >
           <Field label="New project name" name="project-name" error={err?.fieldMessage("name")}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} required value={name} onChange={(e) => setName(e.target.value)} />}
+            {({ id, invalid }) => (
+              <Input id={id} invalid={invalid} required value={name} onChange={(e) => setName(e.target.value)} />
+            )}
           </Field>
-          <Field label="Slug" name="project-slug" error={err?.fieldMessage("slug") ?? (err?.code === "conflict" || err?.code === "name_taken" ? err.message : null)}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} required value={slug} onChange={(e) => setSlug(e.target.value)} />}
+          <Field
+            label="Slug"
+            name="project-slug"
+            error={
+              err?.fieldMessage("slug") ?? (err?.code === "conflict" || err?.code === "name_taken" ? err.message : null)
+            }
+          >
+            {({ id, invalid }) => (
+              <Input id={id} invalid={invalid} required value={slug} onChange={(e) => setSlug(e.target.value)} />
+            )}
           </Field>
           <Button type="submit" variant="primary" className="sm:mt-5" busy={create.isPending}>
             Create project
@@ -98,7 +108,11 @@ function ApiKeysCard() {
   const projectId = useProjectId();
   const { can } = useSession();
   const path = { project_id: projectId };
-  const keys = useLive(["api-keys", projectId], () => unwrap(api.GET("/api/v1/projects/{project_id}/api-keys", { params: { path } })), { enabled: can("admin") });
+  const keys = useLive(
+    ["api-keys", projectId],
+    () => unwrap(api.GET("/api/v1/projects/{project_id}/api-keys", { params: { path } })),
+    { enabled: can("admin") },
+  );
   const [name, setName] = useState("");
   const [role, setRole] = useState<Role>("member");
   const [secret, setSecret] = useState<string | null>(null);
@@ -111,7 +125,10 @@ function ApiKeysCard() {
     },
   );
   const revoke = useAction(
-    (k: ApiKeyPublic) => unwrap(api.DELETE("/api/v1/projects/{project_id}/api-keys/{key_id}", { params: { path: { ...path, key_id: k.id } } })),
+    (k: ApiKeyPublic) =>
+      unwrap(
+        api.DELETE("/api/v1/projects/{project_id}/api-keys/{key_id}", { params: { path: { ...path, key_id: k.id } } }),
+      ),
     [["api-keys", projectId]],
   );
   if (!can("admin")) {
@@ -123,10 +140,19 @@ function ApiKeysCard() {
   }
   const err = create.error instanceof ApiError ? create.error : null;
   const columns = [
-    keyCol.accessor("name", { header: "Name", cell: (c) => <span className="font-medium text-slate-900">{c.getValue()}</span> }),
+    keyCol.accessor("name", {
+      header: "Name",
+      cell: (c) => <span className="font-medium text-slate-900">{c.getValue()}</span>,
+    }),
     keyCol.accessor("prefix", { header: "Key", cell: (c) => <code className="text-xs">{c.getValue()}…</code> }),
     keyCol.accessor("role", { header: "Role", cell: (c) => <Badge>{c.getValue()}</Badge> }),
-    keyCol.accessor("last_used_at", { header: "Last used", meta: { hideOnMobile: true }, cell: (c) => <span title={formatDateTime(c.getValue())}>{c.getValue() ? formatRelative(c.getValue()) : "never"}</span> }),
+    keyCol.accessor("last_used_at", {
+      header: "Last used",
+      meta: { hideOnMobile: true },
+      cell: (c) => (
+        <span title={formatDateTime(c.getValue())}>{c.getValue() ? formatRelative(c.getValue()) : "never"}</span>
+      ),
+    }),
     keyCol.accessor("revoked_at", {
       header: "",
       cell: (c) =>
@@ -136,7 +162,14 @@ function ApiKeysCard() {
           </div>
         ) : (
           <div className="text-right">
-            <Button size="sm" variant="danger" onClick={() => window.confirm(`Revoke "${c.row.original.name}"? Clients using it stop working.`) && revoke.mutate(c.row.original)}>
+            <Button
+              size="sm"
+              variant="danger"
+              onClick={() =>
+                window.confirm(`Revoke "${c.row.original.name}"? Clients using it stop working.`) &&
+                revoke.mutate(c.row.original)
+              }
+            >
               Revoke
             </Button>
           </div>
@@ -161,7 +194,9 @@ function ApiKeysCard() {
         getRowId={(k) => k.id}
         loading={keys.isLoading}
         error={keys.error}
-        empty={<EmptyState title="No API keys" hint="A key lets a program enqueue into this project with a fixed role." />}
+        empty={
+          <EmptyState title="No API keys" hint="A key lets a program enqueue into this project with a fixed role." />
+        }
       />
       <form
         className="grid gap-3 border-t border-slate-100 p-4 sm:grid-cols-[1fr_10rem_auto] sm:items-start"
@@ -171,7 +206,9 @@ function ApiKeysCard() {
         }}
       >
         <Field label="New key name" name="key-name" error={err?.fieldMessage("name")}>
-          {({ id, invalid }) => <Input id={id} invalid={invalid} required value={name} onChange={(e) => setName(e.target.value)} />}
+          {({ id, invalid }) => (
+            <Input id={id} invalid={invalid} required value={name} onChange={(e) => setName(e.target.value)} />
+          )}
         </Field>
         <Field label="Role" name="key-role" error={err?.fieldMessage("role")}>
           {({ id }) => (
@@ -197,12 +234,23 @@ function MembersCard() {
   const members = useLive(["members"], () => unwrap(api.GET("/api/v1/org/members")), { interval: 10_000 });
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<Role>("member");
-  const add = useAction(() => unwrap(api.POST("/api/v1/org/members", { body: { email, role } })), [["members"]], () => setEmail(""));
+  const add = useAction(
+    () => unwrap(api.POST("/api/v1/org/members", { body: { email, role } })),
+    [["members"]],
+    () => setEmail(""),
+  );
   const change = useAction(
-    ({ m, role: next }: { m: MemberPublic; role: Role }) => unwrap(api.PATCH("/api/v1/org/members/{user_id}", { params: { path: { user_id: m.user_id } }, body: { role: next } })),
+    ({ m, role: next }: { m: MemberPublic; role: Role }) =>
+      unwrap(
+        api.PATCH("/api/v1/org/members/{user_id}", { params: { path: { user_id: m.user_id } }, body: { role: next } }),
+      ),
     [["members"]],
   );
-  const remove = useAction((m: MemberPublic) => unwrap(api.DELETE("/api/v1/org/members/{user_id}", { params: { path: { user_id: m.user_id } } })), [["members"]]);
+  const remove = useAction(
+    (m: MemberPublic) =>
+      unwrap(api.DELETE("/api/v1/org/members/{user_id}", { params: { path: { user_id: m.user_id } } })),
+    [["members"]],
+  );
   const isOwner = can("owner");
   const err = add.error instanceof ApiError ? add.error : null;
   const columns = [
@@ -219,7 +267,12 @@ function MembersCard() {
       header: "Role",
       cell: (c) =>
         isOwner && c.row.original.user_id !== me.user.id ? (
-          <Select aria-label="Role" className="max-w-36" value={c.getValue()} onChange={(e) => change.mutate({ m: c.row.original, role: e.target.value as Role })}>
+          <Select
+            aria-label="Role"
+            className="max-w-36"
+            value={c.getValue()}
+            onChange={(e) => change.mutate({ m: c.row.original, role: e.target.value as Role })}
+          >
             {ROLES.map((r) => (
               <option key={r}>{r}</option>
             ))}
@@ -228,7 +281,11 @@ function MembersCard() {
           <Badge tone={c.getValue() === "owner" ? "indigo" : "gray"}>{c.getValue()}</Badge>
         ),
     }),
-    memberCol.accessor("joined_at", { header: "Joined", meta: { hideOnMobile: true }, cell: (c) => <span title={formatDateTime(c.getValue())}>{formatRelative(c.getValue())}</span> }),
+    memberCol.accessor("joined_at", {
+      header: "Joined",
+      meta: { hideOnMobile: true },
+      cell: (c) => <span title={formatDateTime(c.getValue())}>{formatRelative(c.getValue())}</span>,
+    }),
     memberCol.display({
       id: "remove",
       header: "",
@@ -236,7 +293,12 @@ function MembersCard() {
         isOwner &&
         c.row.original.user_id !== me.user.id && (
           <div className="text-right">
-            <Button size="sm" variant="ghost" className="text-rose-600" onClick={() => window.confirm(`Remove ${c.row.original.email}?`) && remove.mutate(c.row.original)}>
+            <Button
+              size="sm"
+              variant="ghost"
+              className="text-rose-600"
+              onClick={() => window.confirm(`Remove ${c.row.original.email}?`) && remove.mutate(c.row.original)}
+            >
               Remove
             </Button>
           </div>
@@ -255,7 +317,8 @@ function MembersCard() {
         empty={<EmptyState title="No members" />}
       />
       <div className="border-t border-slate-100 px-4 py-3 text-xs text-slate-500">
-        viewer: reads everything · member: + enqueue, cancel, retry, replay · admin: + queues, schedules, keys, projects · owner: + members and roles
+        viewer: reads everything · member: + enqueue, cancel, retry, replay · admin: + queues, schedules, keys, projects
+        · owner: + members and roles
       </div>
       {isOwner && (
         <form
@@ -265,8 +328,21 @@ function MembersCard() {
             add.mutate(undefined);
           }}
         >
-          <Field label="Add a member by email" name="member-email" error={err?.fieldMessage("email") ?? (err && !err.fieldMessage("role") ? err.message : null)}>
-            {({ id, invalid }) => <Input id={id} invalid={invalid} type="email" required value={email} onChange={(e) => setEmail(e.target.value)} />}
+          <Field
+            label="Add a member by email"
+            name="member-email"
+            error={err?.fieldMessage("email") ?? (err && !err.fieldMessage("role") ? err.message : null)}
+          >
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                type="email"
+                required
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+              />
+            )}
           </Field>
           <Field label="Role" name="member-role">
             {({ id }) => (

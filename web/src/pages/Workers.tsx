@@ -37,7 +37,9 @@ export function WorkersPage() {
             {c.row.original.hostname}
             <span className="text-slate-400">:{c.row.original.pid}</span>
           </div>
-          <div className="text-xs text-slate-400">{c.row.original.queues.map((q) => q.name).join(", ") || "no queues"}</div>
+          <div className="text-xs text-slate-400">
+            {c.row.original.queues.map((q) => q.name).join(", ") || "no queues"}
+          </div>
         </div>
       ),
     }),
@@ -48,7 +50,13 @@ export function WorkersPage() {
         const w = c.row.original;
         const seconds = live(w) ? w.uptime_s + sinceFetch : w.uptime_s;
         return (
-          <span data-testid={`worker-uptime-${w.pid}`} className={cx(live(w) ? "text-emerald-700" : w.status === "dead" ? "font-medium text-rose-700" : "text-slate-500")} title={live(w) ? "running" : `frozen at ${formatDateTime(w.stopped_at)}`}>
+          <span
+            data-testid={`worker-uptime-${w.pid}`}
+            className={cx(
+              live(w) ? "text-emerald-700" : w.status === "dead" ? "font-medium text-rose-700" : "text-slate-500",
+            )}
+            title={live(w) ? "running" : `frozen at ${formatDateTime(w.stopped_at)}`}
+          >
             {formatUptime(seconds)}
           </span>
         );
@@ -88,7 +96,11 @@ export function WorkersPage() {
     <div data-testid="page-workers">
       <PageHeader
         title="Workers"
-        description={items ? `${alive} alive, ${dead} dead. Uptime ticks while a worker lives and freezes when it stops or dies.` : "Workers serving this organization's queues."}
+        description={
+          items
+            ? `${alive} alive, ${dead} dead. Uptime ticks while a worker lives and freezes when it stops or dies.`
+            : "Workers serving this organization's queues."
+        }
       />
       <Card padded={false}>
         <DataTable
@@ -100,7 +112,12 @@ export function WorkersPage() {
           loading={workers.isLoading}
           error={workers.error}
           onRetry={() => void workers.refetch()}
-          empty={<EmptyState title="No workers yet" hint="Start one with `codity worker`; it appears here within a heartbeat." />}
+          empty={
+            <EmptyState
+              title="No workers yet"
+              hint="Start one with `codity worker`; it appears here within a heartbeat."
+            />
+          }
         />
       </Card>
     </div>

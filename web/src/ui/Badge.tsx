@@ -23,11 +23,24 @@ const dots: Record<Tone, string> = {
   violet: "bg-violet-500",
 };
 
-export function Badge({ tone = "gray", dot, children, testId }: { tone?: Tone; dot?: boolean; children: ReactNode; testId?: string }) {
+export function Badge({
+  tone = "gray",
+  dot,
+  children,
+  testId,
+}: {
+  tone?: Tone;
+  dot?: boolean;
+  children: ReactNode;
+  testId?: string;
+}) {
   return (
     <span
       data-testid={testId}
-      className={cx("inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-xs font-medium whitespace-nowrap ring-1 ring-inset", tones[tone])}
+      className={cx(
+        "inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-xs font-medium whitespace-nowrap ring-1 ring-inset",
+        tones[tone],
+      )}
     >
       {dot && <span className={cx("size-1.5 rounded-full", dots[tone])} />}
       {children}

@@ -2,7 +2,14 @@ import type { ReactNode } from "react";
 
 import { cx } from "./cx";
 
-export function Card({ title, actions, children, className, testId, padded = true }: {
+export function Card({
+  title,
+  actions,
+  children,
+  className,
+  testId,
+  padded = true,
+}: {
   title?: ReactNode;
   actions?: ReactNode;
   children: ReactNode;
@@ -24,11 +31,28 @@ export function Card({ title, actions, children, className, testId, padded = tru
 }
 
 /** A headline number with a label, for the Overview's summary row. */
-export function Stat({ label, value, hint, tone, testId }: { label: string; value: ReactNode; hint?: ReactNode; tone?: "red" | "green"; testId?: string }) {
+export function Stat({
+  label,
+  value,
+  hint,
+  tone,
+  testId,
+}: {
+  label: string;
+  value: ReactNode;
+  hint?: ReactNode;
+  tone?: "red" | "green";
+  testId?: string;
+}) {
   return (
     <div data-testid={testId} className="rounded-lg bg-white px-4 py-3 shadow-sm ring-1 ring-slate-200">
       <div className="text-xs font-medium text-slate-500">{label}</div>
-      <div className={cx("mt-1 text-2xl font-semibold tabular-nums", tone === "red" ? "text-rose-600" : tone === "green" ? "text-emerald-600" : "text-slate-900")}>
+      <div
+        className={cx(
+          "mt-1 text-2xl font-semibold tabular-nums",
+          tone === "red" ? "text-rose-600" : tone === "green" ? "text-emerald-600" : "text-slate-900",
+        )}
+      >
         {value}
       </div>
       {hint && <div className="mt-0.5 text-xs text-slate-500">{hint}</div>}

@@ -1,7 +1,14 @@
 import { type ReactNode, useEffect, useRef } from "react";
 
 /** A modal built on <dialog>: focus trapping and Escape come from the browser. */
-export function Dialog({ open, title, onClose, children, footer, testId }: {
+export function Dialog({
+  open,
+  title,
+  onClose,
+  children,
+  footer,
+  testId,
+}: {
   open: boolean;
   title: string;
   onClose: () => void;
@@ -27,12 +34,19 @@ export function Dialog({ open, title, onClose, children, footer, testId }: {
         <div className="flex max-h-[85vh] flex-col">
           <header className="flex items-center justify-between border-b border-slate-100 px-5 py-3">
             <h2 className="text-base font-semibold text-slate-900">{title}</h2>
-            <button type="button" onClick={onClose} aria-label="Close" className="rounded p-1 text-slate-400 hover:bg-slate-100 hover:text-slate-700">
+            <button
+              type="button"
+              onClick={onClose}
+              aria-label="Close"
+              className="rounded p-1 text-slate-400 hover:bg-slate-100 hover:text-slate-700"
+            >
               ✕
             </button>
           </header>
           <div className="overflow-y-auto px-5 py-4">{children}</div>
-          {footer && <footer className="flex justify-end gap-2 border-t border-slate-100 bg-slate-50 px-5 py-3">{footer}</footer>}
+          {footer && (
+            <footer className="flex justify-end gap-2 border-t border-slate-100 bg-slate-50 px-5 py-3">{footer}</footer>
+          )}
         </div>
       )}
     </dialog>

@@ -46,7 +46,11 @@ export function ErrorState({ error, onRetry }: { error: unknown; onRetry?: () =>
 export function InlineError({ error }: { error: unknown }) {
   if (!error) return null;
   return (
-    <div role="alert" data-testid="inline-error" className="rounded-md bg-rose-50 px-3 py-2 text-sm text-rose-700 ring-1 ring-rose-200">
+    <div
+      role="alert"
+      data-testid="inline-error"
+      className="rounded-md bg-rose-50 px-3 py-2 text-sm text-rose-700 ring-1 ring-rose-200"
+    >
       {errorMessage(error)}
     </div>
   );

@@ -22,7 +22,19 @@ declare module "@tanstack/react-table" {
   }
 }
 
-export function DataTable<T>({ columns, data, getRowId, rowTestId, loading, error, onRetry, empty, rowSelection, onRowSelectionChange, testId }: {
+export function DataTable<T>({
+  columns,
+  data,
+  getRowId,
+  rowTestId,
+  loading,
+  error,
+  onRetry,
+  empty,
+  rowSelection,
+  onRowSelectionChange,
+  testId,
+}: {
   columns: ColumnDef<T, any>[];
   data: T[] | undefined;
   getRowId: (row: T) => string;

@@ -26,7 +26,16 @@ export function ThroughputChart({ buckets }: { buckets: ThroughputBucket[] }) {
         </div>
         <svg viewBox={`0 0 ${W} ${H}`} preserveAspectRatio="none" className="h-40 w-full overflow-visible">
           {ticks.map((t) => (
-            <line key={t} x1={0} x2={W} y1={H - (t / top) * H} y2={H - (t / top) * H} stroke="#e2e8f0" strokeWidth={1} vectorEffect="non-scaling-stroke" />
+            <line
+              key={t}
+              x1={0}
+              x2={W}
+              y1={H - (t / top) * H}
+              y2={H - (t / top) * H}
+              stroke="#e2e8f0"
+              strokeWidth={1}
+              vectorEffect="non-scaling-stroke"
+            />
           ))}
           {buckets.map((b, i) => {
             const x = i * slot + (slot - barW) / 2;
@@ -51,7 +60,8 @@ export function ThroughputChart({ buckets }: { buckets: ThroughputBucket[] }) {
       </div>
       <figcaption className="mt-3 flex gap-4 text-xs text-slate-600">
         <span className="inline-flex items-center gap-1.5">
-          <span className="size-2.5 rounded-sm bg-emerald-500" /> completed <b className="tabular-nums">{totalCompleted}</b>
+          <span className="size-2.5 rounded-sm bg-emerald-500" /> completed{" "}
+          <b className="tabular-nums">{totalCompleted}</b>
         </span>
         <span className="inline-flex items-center gap-1.5">
           <span className="size-2.5 rounded-sm bg-rose-500" /> failed <b className="tabular-nums">{totalFailed}</b>
