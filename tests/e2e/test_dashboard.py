@@ -19,6 +19,9 @@ from tests.e2e.conftest import VIEWER, login, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+# The UI answers within a poll (2 s); the margin is for a loaded 2-core CI machine.
+expect.set_options(timeout=10_000)
+
 #: Jobs run by a worker reach `completed` within this; generous for a loaded 2-core machine.
 RUN_TIMEOUT_MS = 30_000
 
