@@ -1,13 +1,18 @@
+import { Link } from "@tanstack/react-router";
+import { createColumnHelper } from "@tanstack/react-table";
+
 import { api, unwrap } from "../api/client";
 import { useLive } from "../api/hooks";
-import { JOB_STATUSES, type QueueDepth } from "../api/types";
+import { JOB_STATUSES, type QueueDepth, type QueuePublic } from "../api/types";
 import { formatNumber } from "../lib/format";
 import { useProjectId } from "../lib/session";
 import { formatSpan } from "../lib/time";
 import { Badge, StatusPill } from "../ui/Badge";
 import { Card, Stat } from "../ui/Card";
 import { PageHeader } from "../ui/PageHeader";
-import { ErrorState, Skeleton } from "../ui/States";
+import { EmptyState, ErrorState, Skeleton } from "../ui/States";
+import { DataTable } from "../ui/Table";
+import { backlog } from "./Queues";
 import { ThroughputChart } from "../ui/ThroughputChart";
 
 export function OverviewPage() {
@@ -98,14 +103,74 @@ export function OverviewPage() {
               </dl>
             </Card>
           </div>
-          <Card title="Jobs by status" testId="depth-by-status">
-            <DepthBars depth={data.totals} />
-          </Card>
+          <div className="grid gap-4 lg:grid-cols-2">
+            <Card title="Jobs by status" testId="depth-by-status">
+              <DepthBars depth={data.totals} />
+            </Card>
+            <QueuesSummary />
+          </div>
         </div>
       )}
     </div>
   );
 }
+
+/** Each queue's backlog and activity, linking to its jobs. */
+function QueuesSummary() {
+  const projectId = useProjectId();
+  const queues = useLive(["queues", projectId], () =>
+    unwrap(
+      api.GET("/api/v1/projects/{project_id}/queues", {
+        params: { path: { project_id: projectId }, query: { limit: 200 } },
+      }),
+    ),
+  );
+  return (
+    <Card title="Queues" padded={false} testId="overview-queues">
+      <DataTable
+        columns={queueColumns}
+        data={queues.data?.items}
+        getRowId={(q) => q.id}
+        loading={queues.isLoading}
+        error={queues.error}
+        onRetry={() => void queues.refetch()}
+        empty={<EmptyState title="No queues yet" />}
+      />
+    </Card>
+  );
+}
+
+const qcol = createColumnHelper<QueuePublic>();
+const queueColumns = [
+  qcol.accessor("name", {
+    header: "Queue",
+    cell: (c) => (
+      <span className="flex items-center gap-2">
+        <Link to="/jobs" search={{ queue: c.getValue() }} className="font-medium text-slate-900 hover:text-indigo-600">
+          {c.getValue()}
+        </Link>
+        {c.row.original.is_paused && (
+          <Badge tone="amber" dot>
+            paused
+          </Badge>
+        )}
+      </span>
+    ),
+  }),
+  qcol.display({
+    id: "backlog",
+    header: "Depth",
+    meta: { numeric: true },
+    cell: (c) => formatNumber(backlog(c.row.original)),
+  }),
+  qcol.accessor("running", { header: "Running", meta: { numeric: true }, cell: (c) => formatNumber(c.getValue()) }),
+  qcol.display({
+    id: "dead",
+    header: "Dead letters",
+    meta: { numeric: true },
+    cell: (c) => formatNumber(c.row.original.depth.dead_letter),
+  }),
+];
 
 function sum(buckets: { completed: number; failed: number }[], key: "completed" | "failed"): number {
   return buckets.reduce((n, b) => n + b[key], 0);
@@ -141,7 +206,7 @@ function DepthBars({ depth }: { depth: QueueDepth }) {
   const values = JOB_STATUSES.map((s) => [s, depth[s] ?? 0] as const);
   const max = Math.max(1, ...values.map(([, n]) => n));
   return (
-    <div className="grid gap-x-6 gap-y-2 sm:grid-cols-2 lg:grid-cols-3">
+    <div className="grid gap-x-6 gap-y-2 sm:grid-cols-2">
       {values.map(([status, n]) => (
         <div
           key={status}
