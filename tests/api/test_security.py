@@ -142,6 +142,8 @@ async def test_docs_are_served_with_local_assets(client: httpx.AsyncClient) -> N
     page = await client.get(f"{API}/docs")
     assert page.status_code == 200
     assert "cdn" not in page.text.lower()
+    assert "http://" not in page.text
+    assert "https://" not in page.text  # nothing loaded from elsewhere
     assert f"{API}/docs/static/swagger-ui-bundle.js" in page.text
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     js = await client.get(f"{API}/docs/static/swagger-ui-bundle.js")
