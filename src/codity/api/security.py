@@ -28,16 +28,22 @@ SELECT m.role
  WHERE m.org_id = $1 AND m.user_id = $2 AND u.is_active
 """
 
-# One statement finds the key, refuses revoked/expired keys and records its use.
+# One statement finds a live key (not revoked, not expired) and records its use. `last_used_at`
+# is refreshed at most once a minute: a key enqueueing all day should not rewrite its row on
+# every request.
 _USE_API_KEY_SQL = """
-UPDATE api_keys k
-   SET last_used_at = now()
-  FROM projects p
- WHERE k.key_hash = $1
-   AND k.revoked_at IS NULL
-   AND (k.expires_at IS NULL OR k.expires_at > now())
-   AND p.id = k.project_id
-RETURNING k.id, k.project_id, k.role, p.org_id
+WITH live AS (
+    SELECT k.id, k.project_id, k.role, p.org_id, k.last_used_at
+      FROM api_keys k JOIN projects p ON p.id = k.project_id
+     WHERE k.key_hash = $1
+       AND k.revoked_at IS NULL
+       AND (k.expires_at IS NULL OR k.expires_at > now())
+), touched AS (
+    UPDATE api_keys SET last_used_at = now()
+     WHERE id = (SELECT id FROM live)
+       AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+)
+SELECT id, project_id, role, org_id FROM live
 """
 
 _PROJECT_ORG_SQL = "SELECT org_id FROM projects WHERE id = $1"
