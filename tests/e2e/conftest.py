@@ -12,13 +12,14 @@ import importlib.util
 import os
 import shutil
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
+from playwright.sync_api import Browser, BrowserContext, Page
 from tests.e2e.stack import ARTIFACTS, REPO, Stack, running_stack
 
 from codity.db.dsn import plain_dsn, with_database
@@ -95,7 +96,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -105,11 +106,12 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def new_page(browser, stack):
+def new_page(browser: Browser, stack: Stack) -> Iterator[Callable[..., Page]]:
     """A factory of fresh browser contexts (no shared storage) at laptop or phone width."""
-    contexts = []
+    contexts: list[BrowserContext] = []
+    crashes: list[str] = []
 
-    def make(width: int = 1366, height: int = 860):
+    def make(width: int = 1366, height: int = 860) -> Page:
         context = browser.new_context(
             base_url=stack.web_url,
             viewport={"width": width, "height": height},
@@ -118,14 +120,18 @@ def new_page(browser, stack):
         )
         context.set_default_timeout(15_000)
         contexts.append(context)
-        return context.new_page()
+        page = context.new_page()
+        # An uncaught exception in the app fails the test even if the screen looked right.
+        page.on("pageerror", lambda error: crashes.append(str(error)))
+        return page
 
     yield make
     for context in contexts:
         context.close()
+    assert not crashes, f"uncaught errors in the dashboard: {crashes}"
 
 
-def login(page, email: str = OPERATOR, password: str = PASSWORD, path: str = "/") -> None:
+def login(page: Page, email: str = OPERATOR, password: str = PASSWORD, path: str = "/") -> None:
     page.goto(path)
     page.get_by_test_id("login-email").fill(email)
     page.get_by_test_id("login-password").fill(password)
@@ -133,7 +139,7 @@ def login(page, email: str = OPERATOR, password: str = PASSWORD, path: str = "/"
     page.get_by_test_id("current-role").wait_for()
 
 
-def screenshot(page, name: str, publish: bool = False) -> Path:
+def screenshot(page: Page, name: str, publish: bool = False) -> Path:
     """Save a screenshot as a test artifact; `publish` also copies it to docs/screenshots."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
