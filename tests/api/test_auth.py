@@ -32,13 +32,18 @@ async def test_access_token_claims(client: httpx.AsyncClient, owner: Session, ap
     assert claims["jti"]
 
 
-async def test_register_twice_is_email_taken(client: httpx.AsyncClient, owner: Session) -> None:
+async def test_register_twice_is_email_taken_and_writes_nothing(
+    client: httpx.AsyncClient, owner: Session, api_db
+) -> None:  # type: ignore[no-untyped-def]
+    count = "SELECT (SELECT count(*) FROM organizations), (SELECT count(*) FROM projects)"
+    before = tuple(await api_db.fetchrow(count))
     r = await client.post(
         f"{API}/auth/register",
         json={"email": owner.email.upper(), "password": PASSWORD, "name": "x", "org_name": "y"},
     )
     assert r.status_code == 409
     assert r.json()["error"]["code"] == "email_taken"
+    assert tuple(await api_db.fetchrow(count)) == before  # one transaction: no orphan org
 
 
 async def test_short_password_is_refused_with_field_path(client: httpx.AsyncClient) -> None:
