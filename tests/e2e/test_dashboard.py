@@ -196,6 +196,33 @@ def test_expired_access_token_is_refreshed_once_for_concurrent_requests(new_page
     assert "/login" not in page.url
 
 
+def test_two_tabs_share_one_refresh(new_page) -> None:
+    """Tabs share the tokens; a rotated refresh token presented twice revokes the session,
+    so two tabs renewing at once must end with one refresh and both still signed in."""
+    first: Page = new_page()
+    login(first, path="/")
+    second = first.context.new_page()
+    second.goto("/workers")
+    expect(second.get_by_test_id("workers-table")).to_be_visible()
+    refreshes: list[str] = []
+    first.context.on(
+        "request", lambda r: refreshes.append(r.url) if r.url.endswith("/auth/refresh") else None
+    )
+    first.evaluate(
+        """() => { const s = JSON.parse(localStorage.getItem("codity.session"));
+                   s.access_token = "expired"; localStorage.setItem("codity.session", JSON.stringify(s)); }"""
+    )
+    # Both reload at once (evaluate does not wait for the navigation).
+    first.evaluate("() => setTimeout(() => location.reload(), 0)")
+    second.evaluate("() => setTimeout(() => location.reload(), 0)")
+    expect(first.get_by_test_id("throughput-chart")).to_be_visible()
+    expect(second.get_by_test_id("workers-table")).to_be_visible()
+    first.wait_for_timeout(2500)
+    assert "/login" not in first.url
+    assert "/login" not in second.url
+    assert len(refreshes) == 1, refreshes
+
+
 def test_settings_and_phone_width(new_page) -> None:
     page: Page = new_page()
     login(page, path="/settings")

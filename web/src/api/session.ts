@@ -46,12 +46,19 @@ export function onSessionChange(fn: Listener): () => void {
 
 let inflight: Promise<string | null> | null = null;
 
-/** Exchange the refresh token for a new pair; concurrent callers share the same exchange. */
+/** Exchange the refresh token for a new pair; concurrent callers share the same exchange.
+ *
+ * Other tabs share the tokens (localStorage), so the exchange also runs under a Web Lock:
+ * a tab that waited while another tab refreshed finds a new refresh token in storage and
+ * uses the access token that came with it instead of presenting a rotated one. */
 export function refreshOnce(): Promise<string | null> {
   if (inflight) return inflight;
-  const current = loadTokens();
-  if (!current) return Promise.resolve(null);
-  inflight = (async () => {
+  const startedWith = loadTokens()?.refresh_token;
+  if (!startedWith) return Promise.resolve(null);
+  const exchange = async (): Promise<string | null> => {
+    const current = loadTokens();
+    if (!current) return null;
+    if (current.refresh_token !== startedWith) return current.access_token; // another tab did it
     try {
       const response = await fetch("/api/v1/auth/refresh", {
         method: "POST",
@@ -67,11 +74,17 @@ export function refreshOnce(): Promise<string | null> {
       return tokens.access_token;
     } catch {
       return null; // network failure: keep the tokens, the next poll tries again
-    } finally {
-      inflight = null;
     }
-  })();
-  return inflight;
+  };
+  const locked: Promise<string | null> =
+    typeof navigator !== "undefined" && navigator.locks
+      ? (navigator.locks.request("codity.session.refresh", exchange) as unknown as Promise<string | null>) // a promise returned by the callback is flattened
+      : exchange();
+  const shared = locked.finally(() => {
+    inflight = null;
+  });
+  inflight = shared;
+  return shared;
 }
 
 // Where to go when the session cannot be renewed; the router registers it at start-up.
