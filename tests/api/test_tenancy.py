@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 from tests.api.conftest import API, MakeOrgUser, Session, register_and_login, unique_email
+
+from codity.api.resources.members import LastOwnerError, _lock_and_check_owners
+from codity.db.pool import connect
+from codity.domain.states import MemberRole
 
 
 async def test_org_read_and_rename_by_owner_only(
@@ -123,3 +129,38 @@ async def test_projects_crud_and_pagination(
     ] == "Main"
     assert (await client.delete(url, headers=owner.headers)).status_code == 204
     assert (await client.get(url, headers=owner.headers)).status_code == 404
+
+
+async def test_two_owners_demoting_each_other_at_once_leave_one_owner(
+    owner: Session, make_org_user: MakeOrgUser, database_url: str
+) -> None:
+    """Two transactions, interleaved by hand: the second must wait for the first's owner rows
+    and then see only one owner left. Without the lock both would pass the check (2 owners
+    each) and commit, leaving the organisation with none."""
+    second = await make_org_user("owner")
+    demote = "UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2"
+    c1, c2 = await connect(database_url), await connect(database_url)
+    try:
+        tx1 = c1.transaction()
+        await tx1.start()
+        await _lock_and_check_owners(c1, owner.org_id, second.user_id, MemberRole.ADMIN)
+        await c1.execute(demote, owner.org_id, second.user_id)
+
+        async def the_other_owner() -> None:
+            async with c2.transaction():
+                await _lock_and_check_owners(c2, owner.org_id, owner.user_id, MemberRole.ADMIN)
+                await c2.execute(demote, owner.org_id, owner.user_id)
+
+        racing = asyncio.create_task(the_other_owner())
+        await asyncio.sleep(0.3)
+        assert not racing.done(), "the second check did not wait for the first transaction"
+        await tx1.commit()
+        with pytest.raises(LastOwnerError):
+            await racing
+        owners = await c1.fetchval(
+            "SELECT count(*) FROM memberships WHERE org_id = $1 AND role = 'owner'", owner.org_id
+        )
+        assert owners == 1
+    finally:
+        await c1.close()
+        await c2.close()
