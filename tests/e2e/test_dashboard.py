@@ -110,6 +110,11 @@ def test_invalid_cron_shows_the_api_message_next_to_the_field(new_page) -> None:
     login(page, path="/schedules")
     expect(page.get_by_test_id("schedules-table")).to_be_visible()
     screenshot(page, "schedules")
+    # The demo's cron schedule: its next fire times, as the API computes them.
+    page.get_by_test_id(re.compile(r"^schedule-open-")).first.click()
+    expect(page.get_by_test_id("schedule-next-times").locator("li")).to_have_count(10)
+    screenshot(page, "schedule-upcoming")
+    page.keyboard.press("Escape")
     page.get_by_test_id("new-schedule").click()
     page.get_by_test_id("schedule-name").fill("e2e-bad-cron")
     page.get_by_test_id("schedule-cron").fill("61 * * * *")

@@ -16,7 +16,7 @@ import { Card } from "../ui/Card";
 import { Dialog } from "../ui/Dialog";
 import { Checkbox, Field, Input, Select, TextArea } from "../ui/Field";
 import { PageHeader } from "../ui/PageHeader";
-import { EmptyState, InlineError } from "../ui/States";
+import { EmptyState, ErrorState, InlineError, SkeletonRows } from "../ui/States";
 import { DataTable } from "../ui/Table";
 import { parsePayload } from "./Jobs";
 
@@ -35,6 +35,7 @@ export function SchedulesPage() {
     unwrap(api.GET("/api/v1/projects/{project_id}/schedules", { params: { path, query: { limit: 200 } } })),
   );
   const [editing, setEditing] = useState<SchedulePublic | "new" | null>(null);
+  const [showing, setShowing] = useState<SchedulePublic | null>(null);
   const keys = [
     ["schedules", projectId],
     ["jobs", projectId],
@@ -76,12 +77,17 @@ export function SchedulesPage() {
     col.accessor("name", {
       header: "Schedule",
       cell: (c) => (
-        <div>
-          <div className="font-medium text-slate-900">{c.getValue()}</div>
+        <button
+          type="button"
+          className="text-left"
+          data-testid={`schedule-open-${c.getValue()}`}
+          onClick={() => setShowing(c.row.original)}
+        >
+          <div className="font-medium text-slate-900 hover:text-indigo-600">{c.getValue()}</div>
           <div className="text-xs text-slate-400">
             {c.row.original.handler} → {c.row.original.queue_name}
           </div>
-        </div>
+        </button>
       ),
     }),
     col.accessor("cron_expression", {
@@ -198,8 +204,63 @@ export function SchedulesPage() {
           }
         />
       </Card>
+      {showing && <UpcomingDialog schedule={showing} onClose={() => setShowing(null)} />}
       {editing && <ScheduleDialog schedule={editing === "new" ? null : editing} onClose={() => setEditing(null)} />}
     </div>
+  );
+}
+
+/** The next fire times of a saved schedule, as the scheduler will compute them. */
+function UpcomingDialog({ schedule, onClose }: { schedule: SchedulePublic; onClose: () => void }) {
+  const projectId = useProjectId();
+  const upcoming = useQuery({
+    queryKey: ["schedule-next", projectId, schedule.id],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/projects/{project_id}/schedules/{schedule_id}/next", {
+          params: { path: { project_id: projectId, schedule_id: schedule.id }, query: { n: 10 } },
+        }),
+      ),
+  });
+  return (
+    <Dialog open testId="schedule-upcoming" title={schedule.name} onClose={onClose}>
+      <dl className="mb-4 grid grid-cols-2 gap-3 text-sm">
+        <div>
+          <dt className="text-xs text-slate-500">Cron</dt>
+          <dd>
+            <code className="rounded bg-slate-100 px-1.5 py-0.5 text-xs">{schedule.cron_expression}</code>
+          </dd>
+        </div>
+        <div>
+          <dt className="text-xs text-slate-500">Time zone</dt>
+          <dd>{schedule.timezone}</dd>
+        </div>
+        <div>
+          <dt className="text-xs text-slate-500">Runs</dt>
+          <dd>
+            <code className="text-xs">{schedule.handler}</code> on {schedule.queue_name}
+          </dd>
+        </div>
+        <div>
+          <dt className="text-xs text-slate-500">Last run</dt>
+          <dd title={formatDateTime(schedule.last_run_at)}>{formatRelative(schedule.last_run_at)}</dd>
+        </div>
+      </dl>
+      <div className="mb-1 text-xs font-medium text-slate-600">Next fire times (your time zone)</div>
+      {upcoming.error ? (
+        <ErrorState error={upcoming.error} onRetry={() => void upcoming.refetch()} />
+      ) : !upcoming.data ? (
+        <SkeletonRows rows={3} />
+      ) : (
+        <ol className="space-y-0.5 text-sm text-slate-700 tabular-nums" data-testid="schedule-next-times">
+          {upcoming.data.next_fire_times.map((t) => (
+            <li key={t}>
+              {formatDateTime(t)} <span className="text-slate-400">({formatRelative(t)})</span>
+            </li>
+          ))}
+        </ol>
+      )}
+    </Dialog>
   );
 }
 
