@@ -66,9 +66,16 @@ def test_enqueue_a_job_and_watch_it_complete(new_page) -> None:
     expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
     expect(page.get_by_test_id("job-timeline")).to_contain_text("completed")
     screenshot(page, "job-detail")
+    job_id = page.url.rstrip("/").rsplit("/", 1)[1]
     page.goto("/jobs")
     expect(page.get_by_test_id("jobs-table")).to_be_visible()
     screenshot(page, "jobs")
+    # Search by id: exactly that job; the filters live in the URL.
+    page.get_by_test_id("job-search").fill(job_id)
+    page.get_by_test_id("job-search").press("Enter")
+    expect(page).to_have_url(re.compile(rf"q={job_id}"))
+    expect(page.get_by_test_id(re.compile(r"^job-row-"))).to_have_count(1)
+    expect(page.get_by_test_id(f"job-row-{job_id}")).to_be_visible()
 
 
 def test_invalid_json_payload_shows_errors_next_to_the_field(new_page) -> None:

@@ -79,7 +79,22 @@ const routeTree = rootRoute.addChildren([
   ]),
 ]);
 
-export const router = createRouter({ routeTree, defaultPreload: false });
+// Plain query strings (`?q=176`), not TanStack's JSON-in-the-URL: every search value this
+// app keeps is a string, and plain URLs are what people paste and bookmark.
+function parseSearch(query: string): Record<string, string> {
+  return Object.fromEntries(new URLSearchParams(query));
+}
+
+function stringifySearch(search: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(search)) {
+    if (value !== undefined && value !== null && value !== "") params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+export const router = createRouter({ routeTree, defaultPreload: false, parseSearch, stringifySearch });
 
 declare module "@tanstack/react-router" {
   interface Register {

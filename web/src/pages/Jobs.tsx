@@ -1,7 +1,7 @@
 import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
 import { Link, useNavigate } from "@tanstack/react-router";
 import { createColumnHelper } from "@tanstack/react-table";
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useEffect, useState } from "react";
 
 import { api, unwrap } from "../api/client";
 import { ApiError } from "../api/errors";
@@ -53,6 +53,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
   const now = useNow(5000);
   const [enqueueOpen, setEnqueueOpen] = useState(false);
   const [text, setText] = useState(search.q ?? "");
+  useEffect(() => setText(search.q ?? ""), [search.q]);
   const queues = useLive(["queues", projectId], () =>
     unwrap(
       api.GET("/api/v1/projects/{project_id}/queues", {
@@ -185,6 +186,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
             aria-label="Handler"
             placeholder="Handler"
             data-testid="filter-handler"
+            key={search.handler ?? ""} // re-read the URL when it changes (back button, links)
             defaultValue={search.handler ?? ""}
             onBlur={(e) => setFilter({ handler: e.target.value.trim() || undefined })}
             onKeyDown={(e) => e.key === "Enter" && setFilter({ handler: e.currentTarget.value.trim() || undefined })}
