@@ -37,12 +37,18 @@ class LogEntry:
     at: datetime | None = None
 
 
-async def mark_running(conn: Conn, fences: Sequence[Fence]) -> BatchResult:
-    """claimed -> running for each fenced job (the handler is starting)."""
+async def mark_running(
+    conn: Conn, fences: Sequence[Fence], started_at: Sequence[datetime | None] | None = None
+) -> BatchResult:
+    """claimed -> running for each fenced job; `started_at[i]` is when its handler started
+    (default: now)."""
     if not fences:
         return BatchResult([], [])
+    if started_at is not None and len(started_at) != len(fences):
+        raise ValidationError("mark_running needs one start time per fence")
     ids, workers, seqs = fence_arrays(fences)
-    rows = await conn.fetch(sql("mark_running"), ids, workers, seqs)
+    starts = list(started_at) if started_at is not None else [None] * len(fences)
+    rows = await conn.fetch(sql("mark_running"), ids, workers, seqs, starts)
     return BatchResult.split(ids, [r["id"] for r in rows])
 
 

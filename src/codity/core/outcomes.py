@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from codity.core.connection import Conn, transaction
@@ -33,6 +34,8 @@ FailureKind = Literal["error", "timeout", "cancelled", "unknown_handler"]
 class Completion:
     fence: Fence
     result: Any = None
+    #: When the handler started; recorded for jobs that complete before being marked running.
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class Failure:
     error: str
     traceback: str | None = None
     kind: FailureKind = "error"
+    #: When the handler started (None when it never did, e.g. an unknown handler).
+    started_at: datetime | None = None
 
 
 def _dedupe(items: Sequence[Any]) -> list[Any]:
@@ -59,7 +64,8 @@ async def complete(conn: Conn, completions: Sequence[Completion]) -> BatchResult
     ids, workers, seqs = fence_arrays([c.fence for c in items])
     async with transaction(conn) as tx:
         results = [storable_json(c.result) for c in items]
-        rows = await tx.fetch(sql("complete_jobs"), ids, workers, seqs, results)
+        starts = [c.started_at for c in items]
+        rows = await tx.fetch(sql("complete_jobs"), ids, workers, seqs, results, starts)
         done = [r["id"] for r in rows]
         # A separate statement on purpose: see release_dependants in outcomes.sql.
         await notify_queues(tx, await release_dependants(tx, done))
@@ -119,6 +125,7 @@ async def fail(
             [storable_text(f.error) or "" for _, f, *_ in decided],
             [storable_text(f.traceback) for _, f, *_ in decided],
             [ex.value for *_, ex in decided],
+            [f.started_at for _, f, *_ in decided],
         )
         ended = [
             r["id"] for r in moved if r["status"] in (JobStatus.DEAD_LETTER, JobStatus.CANCELLED)

@@ -24,9 +24,11 @@ from codity.core import (
     prune,
     reap_expired,
     report_progress,
+    set_worker_status,
     sweep_dead_workers,
 )
 from codity.domain.errors import ValidationError
+from codity.domain.states import WorkerStatus
 
 LEASE_MS = 30_000
 
@@ -117,6 +119,21 @@ async def test_sweep_marks_silent_workers_dead_and_freezes_uptime(
     assert await sweep_dead_workers(db, 60_000) == []  # dead once, stopped_at not moved
     with pytest.raises(ValidationError):
         await sweep_dead_workers(db, 0)
+
+
+async def test_a_dead_worker_that_beats_again_is_active_again(db: asyncpg.Connection[Any]) -> None:
+    worker = await new_worker(db)
+    await db.execute(
+        "UPDATE workers SET last_heartbeat_at = now() - interval '5 minutes' WHERE id = $1", worker
+    )
+    assert await sweep_dead_workers(db, 60_000) == [worker]
+    await heartbeat(db, worker, LEASE_MS)
+    row = await db.fetchrow("SELECT status, stopped_at FROM workers WHERE id = $1", worker)
+    assert (row["status"], row["stopped_at"]) == ("active", None)
+    stopped = await new_worker(db)
+    await set_worker_status(db, stopped, WorkerStatus.STOPPED)
+    await heartbeat(db, stopped, LEASE_MS)  # a stopped worker is not revived by a late beat
+    assert await db.fetchval("SELECT status FROM workers WHERE id = $1", stopped) == "stopped"
 
 
 async def test_progress_and_logs_are_fenced_writes(

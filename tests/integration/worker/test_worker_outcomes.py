@@ -168,3 +168,35 @@ async def test_producer_never_claims_more_than_free_slots(
 
         await wait_for(all_done, timeout_s=15)
     assert peak == 2  # kept busy, never over capacity
+
+
+async def test_fast_jobs_skip_running_but_keep_their_start_time_and_slow_ones_show_running(
+    db: asyncpg.Connection[Any], database_url: str
+) -> None:
+    """A job that finishes within MARK_RUNNING_AFTER_S goes claimed -> completed (one UPDATE
+    saved) with its handler's start time recorded; a slow one is visibly `running`."""
+    r = registry()
+    release = asyncio.Event()
+
+    @r.handler("slow")
+    async def slow(ctx: JobContext) -> str:
+        await release.wait()
+        return "done"
+
+    queue_id = await make_queue(db)
+    fast = await enqueue(db, queue_id, "echo", {"x": 1})
+    slow_job = await enqueue(db, queue_id, "slow", {})
+    async with running_worker(database_url, r):
+        await wait_status(db, fast, "completed")
+        await wait_status(db, slow_job, "running")
+        release.set()
+        await wait_status(db, slow_job, "completed")
+    for job_id in (fast, slow_job):
+        row = await db.fetchrow(
+            """SELECT j.claimed_at, j.started_at, j.finished_at, e.started_at AS exec_started
+               FROM jobs j JOIN job_executions e ON e.job_id = j.id WHERE j.id = $1""",
+            job_id,
+        )
+        assert row["started_at"] is not None
+        assert row["exec_started"] == row["started_at"]
+        assert row["claimed_at"] <= row["started_at"] <= row["finished_at"]

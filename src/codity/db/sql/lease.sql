@@ -4,10 +4,12 @@
 -- reports that job as lease lost.
 
 -- name: mark_running
--- The handler is starting. Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs int[].
+-- The handler has started. Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs int[],
+-- $4 handler start times timestamptz[] (NULL: now).
 UPDATE jobs j
-SET status = 'running', started_at = COALESCE(j.started_at, now()), updated_at = now()
-FROM unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
+SET status = 'running', started_at = COALESCE(j.started_at, f.started_at, now()), updated_at = now()
+FROM unnest($1::bigint[], $2::uuid[], $3::integer[], $4::timestamptz[])
+  AS f(id, worker_id, seq, started_at)
 WHERE j.id = ANY($1::bigint[])  -- planner steering: see complete_jobs in outcomes.sql
   AND j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
   AND j.status::text IN ('claimed', 'running')
@@ -25,7 +27,12 @@ WITH extended AS (
   RETURNING id, cancel_requested_at
 ),
 beat AS (
-  UPDATE workers SET last_heartbeat_at = now(), in_flight = $3::integer
+  -- A worker the sweep declared dead (say, after a network partition) that beats again is
+  -- alive: show it so, with its uptime running again. Its old leases were reaped meanwhile and
+  -- its stale writes stay fenced off.
+  UPDATE workers SET last_heartbeat_at = now(), in_flight = $3::integer,
+         status = CASE WHEN status = 'dead' THEN 'active'::worker_status ELSE status END,
+         stopped_at = CASE WHEN status = 'dead' THEN NULL ELSE stopped_at END
   WHERE id = $1::uuid
   RETURNING id
 ),

@@ -2,15 +2,19 @@
 -- Flush many finished jobs in ONE statement: fenced update to 'completed' plus the attempt's
 -- execution row (written once, now that the attempt has ended), in the same statement so the
 -- two can never disagree. Jobs whose fence no longer holds are not returned (lease lost).
--- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[].
+-- A fast job may complete straight from 'claimed' (the worker marks a job running only once it
+-- has run for a moment), so the worker sends when the handler started: $5.
+-- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[],
+-- $5 handler start times timestamptz[] (NULL where unknown).
 WITH f AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::integer[], $4::jsonb[])
-    AS f(id, worker_id, seq, result)
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::integer[], $4::jsonb[], $5::timestamptz[])
+    AS f(id, worker_id, seq, result, started_at)
 ),
 done AS (
   UPDATE jobs j
   SET status = 'completed', result = f.result, finished_at = now(), updated_at = now(),
-      lock_expires_at = NULL, cancel_requested_at = NULL
+      lock_expires_at = NULL, cancel_requested_at = NULL,
+      started_at = COALESCE(j.started_at, f.started_at)
   FROM f
   -- Planner steering: `j.id = ANY($1)` offers the primary-key path, and comparing status as
   -- text keeps the planner off the leased partial indexes, whose statistics (taken when few
@@ -89,10 +93,11 @@ FOR UPDATE OF j;
 -- execution row, and a dead-letter copy (handler, payload, error, attempts) for those that
 -- ran out of attempts. Rows were locked by lock_failing_jobs in this transaction.
 -- Parameters: $1 ids bigint[], $2 new statuses text[], $3 delay_ms bigint[], $4 errors text[],
--- $5 tracebacks text[], $6 execution statuses text[].
+-- $5 tracebacks text[], $6 execution statuses text[], $7 handler start times timestamptz[].
 WITH f AS (
-  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
-    AS f(id, status, delay_ms, error, traceback, exec_status)
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+                       $7::timestamptz[])
+    AS f(id, status, delay_ms, error, traceback, exec_status, started_at)
 ),
 moved AS (
   UPDATE jobs j
@@ -103,6 +108,7 @@ moved AS (
       lock_expires_at = NULL,
       finished_at = CASE WHEN f.status IN ('dead_letter', 'cancelled') THEN now() END,
       cancel_requested_at = CASE WHEN f.status = 'cancelled' THEN j.cancel_requested_at END,
+      started_at = COALESCE(j.started_at, f.started_at),
       updated_at = now()
   FROM f
   WHERE j.id = ANY($1::bigint[]) AND j.id = f.id
