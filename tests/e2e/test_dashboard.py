@@ -52,6 +52,11 @@ def test_pause_and_resume_emails(new_page) -> None:
     screenshot(page, "queues")
     page.get_by_test_id("resume-emails").click()
     expect(page.get_by_test_id("queue-state-emails")).to_have_text("active")
+    # The queue's last hour: throughput and wait/run percentiles from /stats.
+    page.get_by_test_id("stats-reports").click()
+    expect(page.get_by_test_id("queue-stats").get_by_test_id("throughput-chart")).to_be_visible()
+    expect(page.get_by_test_id("queue-percentiles")).to_contain_text("p95")
+    screenshot(page, "queue-stats")
 
 
 def test_enqueue_a_job_and_watch_it_complete(new_page) -> None:

@@ -15,8 +15,9 @@ import { Card } from "../ui/Card";
 import { Dialog } from "../ui/Dialog";
 import { Field, Input, Select } from "../ui/Field";
 import { PageHeader } from "../ui/PageHeader";
-import { EmptyState, InlineError } from "../ui/States";
+import { EmptyState, ErrorState, InlineError, SkeletonRows } from "../ui/States";
 import { DataTable } from "../ui/Table";
+import { ThroughputChart } from "../ui/ThroughputChart";
 
 const col = createColumnHelper<QueuePublic>();
 
@@ -31,6 +32,7 @@ export function QueuesPage() {
     unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })),
   );
   const [editing, setEditing] = useState<QueuePublic | "new" | null>(null);
+  const [statsFor, setStatsFor] = useState<QueuePublic | null>(null);
 
   const toggle = useAction(
     (q: QueuePublic) =>
@@ -119,6 +121,9 @@ export function QueuesPage() {
         const q = c.row.original;
         return (
           <div className="flex justify-end gap-2">
+            <Button size="sm" variant="ghost" data-testid={`stats-${q.name}`} onClick={() => setStatsFor(q)}>
+              Stats
+            </Button>
             {can("admin") && (
               <>
                 <Button
@@ -172,6 +177,7 @@ export function QueuesPage() {
           }
         />
       </Card>
+      {statsFor && <QueueStatsDialog queue={statsFor} onClose={() => setStatsFor(null)} />}
       {editing && <QueueDialog queue={editing === "new" ? null : editing} onClose={() => setEditing(null)} />}
     </div>
   );
@@ -334,6 +340,63 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
           ].some((f) => err.fieldMessage(f)) && <InlineError error={err} />}
         {save.error && !err && <InlineError error={save.error} />}
       </form>
+    </Dialog>
+  );
+}
+
+/** One queue's last hour: throughput per minute and wait / run time percentiles. */
+function QueueStatsDialog({ queue, onClose }: { queue: QueuePublic; onClose: () => void }) {
+  const projectId = useProjectId();
+  const stats = useLive(["queue-stats", projectId, queue.id], () =>
+    unwrap(
+      api.GET("/api/v1/projects/{project_id}/queues/{queue_id}/stats", {
+        params: { path: { project_id: projectId, queue_id: queue.id } },
+      }),
+    ),
+  );
+  const s = stats.data;
+  return (
+    <Dialog open testId="queue-stats" title={`${queue.name} · last hour`} onClose={onClose}>
+      {stats.error && !s ? (
+        <ErrorState error={stats.error} onRetry={() => void stats.refetch()} />
+      ) : !s ? (
+        <SkeletonRows rows={5} />
+      ) : (
+        <div className="space-y-5">
+          <ThroughputChart buckets={s.throughput} />
+          <table className="w-full text-sm" data-testid="queue-percentiles">
+            <thead>
+              <tr className="text-xs text-slate-500">
+                <th className="py-1 text-left font-medium"></th>
+                <th className="py-1 text-right font-medium">p50</th>
+                <th className="py-1 text-right font-medium">p95</th>
+                <th className="py-1 text-right font-medium">samples</th>
+              </tr>
+            </thead>
+            <tbody className="tabular-nums">
+              {(
+                [
+                  ["Wait (run at → claimed)", s.wait],
+                  ["Run (started → finished)", s.run],
+                ] as const
+              ).map(([label, p]) => (
+                <tr key={label} className="border-t border-slate-100">
+                  <td className="py-1.5 text-slate-600">{label}</td>
+                  <td className="py-1.5 text-right">{formatDuration(p.p50_ms)}</td>
+                  <td className="py-1.5 text-right">{formatDuration(p.p95_ms)}</td>
+                  <td className="py-1.5 text-right text-slate-500">{formatNumber(p.samples)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div className="flex flex-wrap gap-2 text-xs">
+            <Badge tone="blue">claimable {formatNumber(s.claimable)}</Badge>
+            <Badge tone="indigo">running {formatNumber(s.running)}</Badge>
+            <Badge tone="violet">scheduled {formatNumber(s.depth.scheduled)}</Badge>
+            <Badge tone="red">dead letters {formatNumber(s.depth.dead_letter)}</Badge>
+          </div>
+        </div>
+      )}
     </Dialog>
   );
 }
