@@ -166,6 +166,12 @@ def test_viewer_sees_no_mutating_controls_and_the_api_refuses_them(new_page) -> 
     page.goto("/jobs")
     expect(page.get_by_test_id("jobs-table")).to_be_visible()
     expect(page.get_by_test_id("enqueue-open")).to_have_count(0)
+    page.goto("/dead-letters")
+    expect(page.get_by_test_id("dead-letters-table")).to_be_visible()
+    expect(page.get_by_role("button", name="Replay")).to_have_count(0)
+    page.goto("/schedules")
+    expect(page.get_by_test_id("schedules-table")).to_be_visible()
+    expect(page.get_by_role("button", name="Trigger now")).to_have_count(0)
 
 
 def test_expired_session_returns_to_login_then_to_the_same_page(new_page) -> None:
