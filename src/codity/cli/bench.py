@@ -23,7 +23,6 @@ import asyncpg
 import typer
 from rich.table import Table
 
-from codity.cli import benchmarks as b
 from codity.cli._common import console, fail, friendly_errors
 from codity.db.cluster import throwaway_cluster
 from codity.db.dsn import plain_dsn, with_database
@@ -63,13 +62,21 @@ def _server(dsn: str | None) -> Iterator[str]:
         yield cluster.url
 
 
+def _b() -> Any:
+    """The strategies module, imported on use: it pulls in the worker, which `codity --help`
+    and every other command should not pay for."""
+    from codity.cli import benchmarks
+
+    return benchmarks
+
+
 def _run_peer(script: str, server_url: str, *args: object) -> dict[str, Any]:
     path = PEER_DIR / script
     if not path.exists():
         fail(f"peer script {path} not found (run from a checkout of the repository)")
 
     async def run() -> dict[str, Any]:
-        async with b.empty_database(server_url) as url:
+        async with _b().empty_database(server_url) as url:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 str(path),
@@ -97,7 +104,7 @@ def _throughput_rows(
     ours: list[float] = []
     theirs: list[float] = []
     for i in range(runs):
-        result = asyncio.run(b.throughput(server, jobs, workers, capacity))
+        result = asyncio.run(_b().throughput(server, jobs, workers, capacity))
         ours.append(result.jobs_per_s)
         console.print(f"  run {i + 1}: codity {result.jobs_per_s:,.0f} jobs/s", highlight=False)
         if peer:
@@ -106,21 +113,21 @@ def _throughput_rows(
             console.print(f"  run {i + 1}: pgqueuer {theirs[-1]:,.0f} jobs/s", highlight=False)
     row = [
         f"throughput ({jobs:,} no-op jobs, {workers} workers × {capacity})",
-        f"{b.median(ours):,.0f} jobs/s (min {min(ours):,.0f}, max {max(ours):,.0f})",
+        f"{_b().median(ours):,.0f} jobs/s (min {min(ours):,.0f}, max {max(ours):,.0f})",
     ]
     if peer:
         row += [
-            f"{b.median(theirs):,.0f} jobs/s (min {min(theirs):,.0f}, max {max(theirs):,.0f})",
-            _ratio(b.median(ours), b.median(theirs)),
+            f"{_b().median(theirs):,.0f} jobs/s (min {min(theirs):,.0f}, max {max(theirs):,.0f})",
+            _ratio(_b().median(ours), _b().median(theirs)),
         ]
     return [row]
 
 
 def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -> list[list[str]]:
-    ours: list[b.Latency] = []
+    ours: list[Any] = []
     theirs: list[dict[str, Any]] = []
     for i in range(runs):
-        ours.append(asyncio.run(b.latency(server, count, rate)))
+        ours.append(asyncio.run(_b().latency(server, count, rate)))
         console.print(
             f"  run {i + 1}: codity p50 {ours[-1].p50_ms:.1f} ms, p95 {ours[-1].p95_ms:.1f} ms",
             highlight=False,
@@ -133,10 +140,10 @@ def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -
             )
     rows = []
     for label, attr in (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms")):
-        mine = b.median([getattr(x, attr) for x in ours])
+        mine = _b().median([getattr(x, attr) for x in ours])
         row = [f"enqueue → start {label} at {rate:.0f}/s ({count} jobs)", f"{mine:.1f} ms"]
         if peer:
-            other = b.median([float(x[attr]) for x in theirs])
+            other = _b().median([float(x[attr]) for x in theirs])
             # For latency lower is better: report how many times faster (theirs / ours).
             row += [f"{other:.1f} ms", _ratio(other, mine)]
         rows.append(row)
@@ -146,12 +153,12 @@ def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -
 def _engine_rows(server: str, jobs: int, loops: int, batch: int, runs: int) -> list[list[str]]:
     results = []
     for i in range(runs):
-        results.append(asyncio.run(b.engine(server, jobs, loops, batch)).jobs_per_s)
+        results.append(asyncio.run(_b().engine(server, jobs, loops, batch)).jobs_per_s)
         console.print(f"  run {i + 1}: engine {results[-1]:,.0f} jobs/s", highlight=False)
     return [
         [
             f"engine: core.claim + core.complete ({jobs:,} jobs, {loops} loops, batch {batch})",
-            f"{b.median(results):,.0f} jobs/s (min {min(results):,.0f}, max {max(results):,.0f})",
+            f"{_b().median(results):,.0f} jobs/s (min {min(results):,.0f}, max {max(results):,.0f})",
         ]
     ]
 

@@ -10,7 +10,6 @@ from typing import Annotated
 import asyncpg
 import typer
 from rich.table import Table
-from sqlalchemy.exc import SQLAlchemyError
 
 from codity.cli._common import console, database_url, fail, friendly_errors, run
 from codity.db import explain as explain_harness
@@ -32,7 +31,13 @@ def _refusals() -> Iterator[None]:
         yield
     except asyncpg.UndefinedTableError as exc:
         fail(f"the schema is missing or out of date ({exc}); run `codity db migrate` first")
-    except (asyncpg.PostgresError, SQLAlchemyError) as exc:
+    except Exception as exc:
+        # SQLAlchemy's errors (from alembic) are matched by module, not imported: importing
+        # SQLAlchemy here would cost every `codity` command a second of start-up.
+        if not isinstance(exc, asyncpg.PostgresError) and not type(exc).__module__.startswith(
+            "sqlalchemy."
+        ):
+            raise
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         fail(f"the database refused the operation: {type(exc).__name__}: {first_line}")
 

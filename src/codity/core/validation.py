@@ -11,8 +11,8 @@ import math
 from datetime import datetime
 from typing import Any, Final
 
-from codity.db.tables import MAX_PAYLOAD_BYTES
 from codity.domain.errors import PayloadTooLargeError, ValidationError
+from codity.domain.limits import MAX_PAYLOAD_BYTES
 
 SMALLINT_MIN: Final = -32_768
 SMALLINT_MAX: Final = 32_767

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from typing import TYPE_CHECKING
 
 from codity.db.dsn import plain_dsn, sqlalchemy_url
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic (and with it SQLAlchemy and Mako) is imported inside the functions that use it: most
+# processes that import this module (workers, the API's readiness check) only ever read the
+# head revision's name, and importing alembic would add about a second to their start-up.
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", sqlalchemy_url(database_url).replace("%", "%%"))
@@ -42,14 +47,20 @@ def _in_thread(fn: object, *args: object) -> None:
 
 
 def upgrade(database_url: str, revision: str = "head") -> None:
+    from alembic import command
+
     _in_thread(command.upgrade, alembic_config(database_url), revision)
 
 
 def downgrade(database_url: str, revision: str = "base") -> None:
+    from alembic import command
+
     _in_thread(command.downgrade, alembic_config(database_url), revision)
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config("postgresql://localhost/x"))
     head = script.get_current_head()
     assert head is not None
@@ -74,4 +85,11 @@ def is_at_head(database_url: str) -> bool:
     return asyncio.run(current_revision(database_url)) == head_revision()
 
 
-__all__ = ["MigrationContext", "current_revision", "downgrade", "head_revision", "upgrade"]
+__all__ = [
+    "alembic_config",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "is_at_head",
+    "upgrade",
+]

@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import INET, JSONB, UUID
 
+from codity.domain.limits import MAX_PAYLOAD_BYTES
 from codity.domain.states import (
     BackoffStrategy,
     ExecutionStatus,
@@ -37,9 +38,6 @@ from codity.domain.states import (
     MemberRole,
     WorkerStatus,
 )
-
-#: The payload cap, enforced by a CHECK so no code path can store more.
-MAX_PAYLOAD_BYTES = 65_536
 
 metadata = MetaData(
     naming_convention={
