@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from codity.api.schemas.email import Email
 from codity.domain.states import MemberRole
 
 
@@ -32,14 +33,14 @@ MAX_PASSWORD_LENGTH = 256
 
 
 class RegisterRequest(RequestModel):
-    email: EmailStr
+    email: Email
     password: str = Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)
     name: str = text_field(min_length=1, max_length=200)
     org_name: str = text_field(min_length=1, max_length=200)
 
 
 class LoginRequest(RequestModel):
-    email: EmailStr
+    email: Email
     password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
 
 

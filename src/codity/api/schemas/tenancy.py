@@ -6,9 +6,10 @@ import datetime as dt
 import uuid
 from typing import Literal
 
-from pydantic import EmailStr, Field
+from pydantic import Field
 
 from codity.api.schemas.auth import PublicModel, RequestModel, text_field
+from codity.api.schemas.email import Email
 from codity.domain.states import MemberRole
 
 #: Project slugs: lower-case words joined by dashes, as in URLs.
@@ -47,7 +48,7 @@ class InvitationPublic(PublicModel):
 
 
 class MemberCreate(RequestModel):
-    email: EmailStr
+    email: Email
     role: MemberRole = MemberRole.MEMBER
 
 
