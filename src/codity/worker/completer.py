@@ -34,8 +34,12 @@ class Finished:
 
 
 class Completer:
-    def __init__(self, conn: Any, *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, conn: Any, *, max_batch: int = MAX_BATCH, write_lock: asyncio.Lock | None = None
+    ) -> None:
         self._conn = conn
+        #: Shared with the worker's other writers to its leased rows (see Worker._write_lock).
+        self._write_lock = write_lock or asyncio.Lock()
         self._max_batch = max_batch
         self._buffer: list[Finished] = []
         self._nonempty = asyncio.Event()
@@ -110,11 +114,13 @@ class Completer:
         # Completions first, then failures; each group leaves the buffer once it is recorded, so
         # a retry after an outage never sends an already-recorded outcome a second time.
         if completions:
-            result = await self._record_completions([f.outcome for f in completions])  # type: ignore[misc]
+            async with self._write_lock:
+                result = await self._record_completions([f.outcome for f in completions])  # type: ignore[misc]
             self._account(result, "completed")
             self._remove(completions)
         if failures:
-            result = await core.fail(self._conn, [f.outcome for f in failures])  # type: ignore[misc]
+            async with self._write_lock:
+                result = await core.fail(self._conn, [f.outcome for f in failures])  # type: ignore[misc]
             self._account(result, "failed")
             self._remove(failures)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import socket
 import threading
@@ -81,6 +82,13 @@ class Worker:
             max_workers=config.capacity, thread_name_prefix="codity-handler"
         )
         self._completer: Completer | None = None
+        # One writer at a time to this worker's leased rows: the completer, the marker and the
+        # heartbeat each update many of them in one statement, in no fixed row order, so two of
+        # them at once on different connections could deadlock (PostgreSQL would abort one after
+        # deadlock_timeout, stalling the worker for a second). Nobody else writes these rows
+        # while the lease holds.
+        self._write_lock = asyncio.Lock()
+        self._log_each_job = bool(log.bind().is_enabled_for(logging.DEBUG))
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -137,7 +145,7 @@ class Worker:
         self._queue_id_strings = frozenset(str(q) for q in self._queue_ids)
 
     async def _serve(self, stop: asyncio.Event) -> None:
-        self._completer = Completer(self._pool)
+        self._completer = Completer(self._pool, write_lock=self._write_lock)
         notifier = Notifier(
             self.config.database_url,
             queue_ids=lambda: self._queue_id_strings,
@@ -243,9 +251,10 @@ class Worker:
             if not due:
                 continue
             try:
-                result = await core.mark_running(
-                    self._pool, [rj.job.fence for rj in due], [rj.started_at for rj in due]
-                )
+                async with self._write_lock:
+                    result = await core.mark_running(
+                        self._pool, [rj.job.fence for rj in due], [rj.started_at for rj in due]
+                    )
             except Exception as exc:
                 # Completing from 'claimed' is allowed, so the jobs run on; try again next round.
                 log.warning("could not mark jobs running", error=str(exc), count=len(due))
@@ -300,14 +309,17 @@ class Worker:
         self._completer.submit(Finished(outcome=outcome, logger=rj.ctx.logger))
         # debug, not info: at thousands of jobs a second, rendering a line per job costs more
         # than running it. Outcomes are in job_executions; failures are logged by the completer.
-        log.debug(
-            "job finished",
-            job_id=rj.job.id,
-            handler=rj.job.handler,
-            attempt=rj.job.attempt,
-            outcome="completed" if isinstance(outcome, core.Completion) else outcome.kind,
-            duration_ms=round((time.monotonic() - rj.started_monotonic) * 1000, 1),
-        )
+        # Checked first because even a filtered-out call through the lazy logger proxy binds a
+        # new logger: measurable at this rate.
+        if self._log_each_job:
+            log.debug(
+                "job finished",
+                job_id=rj.job.id,
+                handler=rj.job.handler,
+                attempt=rj.job.attempt,
+                outcome="completed" if isinstance(outcome, core.Completion) else outcome.kind,
+                duration_ms=round((time.monotonic() - rj.started_monotonic) * 1000, 1),
+            )
 
     # ---------------------------------------------------------------- heartbeat
 
@@ -316,9 +328,10 @@ class Worker:
         while True:
             await asyncio.sleep(interval_s)
             try:
-                result = await core.heartbeat(
-                    self._pool, self._id, self.config.lease_ms, len(self._running)
-                )
+                async with self._write_lock:
+                    result = await core.heartbeat(
+                        self._pool, self._id, self.config.lease_ms, len(self._running)
+                    )
             except Exception as exc:
                 level = log.warning if is_transient(exc) else log.error
                 level("heartbeat failed; will retry", error=str(exc))
