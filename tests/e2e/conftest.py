@@ -140,11 +140,13 @@ def login(page: Page, email: str = OPERATOR, password: str = PASSWORD, path: str
 
 
 def screenshot(page: Page, name: str, publish: bool = False) -> Path:
-    """Save a screenshot as a test artifact; `publish` also copies it to docs/screenshots."""
+    """Save a screenshot as a test artifact. With CODITY_PUBLISH_SCREENSHOTS=1, `publish` also
+    copies it to docs/screenshots (the README's pictures), so an ordinary `make test` leaves the
+    working tree clean."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
-    if publish:
+    if publish and os.environ.get("CODITY_PUBLISH_SCREENSHOTS") == "1":
         docs = REPO / "docs" / "screenshots"
         docs.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, docs / path.name)
