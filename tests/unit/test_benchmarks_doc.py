@@ -1,0 +1,33 @@
+"""docs/BENCHMARKS.md is generated: re-rendering it from its own figures reproduces it exactly.
+
+Figures change from run to run, so the check is on everything else: a hand edit, or a change to
+the report's template that was never regenerated with `codity bench report`, fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from codity.cli.bench import render_report
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "BENCHMARKS.md"
+
+
+def _rows(text: str, header: str) -> list[list[str]]:
+    block = text.split(header, 1)[1].split("\n\n", 1)[0]
+    lines = [line for line in block.splitlines()[1:] if line.startswith("| ")]
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines]
+
+
+def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
+    text = DOC.read_text()
+    machine = re.search(r"^Machine: (.*)$", text, re.MULTILINE)
+    runs = re.search(r"codity bench report --runs (\d+)", text)
+    assert machine is not None
+    assert runs is not None
+    peer_rows = _rows(text, "| benchmark | codity (median) | pgqueuer (median) | ratio |")
+    engine_rows = _rows(text, "| engine ceiling | codity (median) |")
+    assert len(peer_rows) == 4, "throughput and three latency percentiles beside the peer"
+    assert len(engine_rows) == 1
+    assert render_report(machine.group(1), peer_rows, engine_rows, int(runs.group(1))) == text
