@@ -102,7 +102,10 @@ async def assert_demo_data(conn: asyncpg.Connection[Any]) -> dict[str, int]:
     assert queues["webhooks"]["concurrency_limit"] == 5
 
     schedule = await conn.fetchrow(
-        "SELECT cron_expression, timezone, handler, enabled, next_run_at > now() AS due_later "
+        # The next minute boundary after seeding: relative to the row's own creation time, not
+        # to now() (the check may run after that minute has passed on a slow machine).
+        "SELECT cron_expression, timezone, handler, enabled, "
+        "next_run_at > created_at AND next_run_at <= created_at + interval '1 minute' AS due_later "
         "FROM scheduled_jobs"
     )
     assert schedule is not None
