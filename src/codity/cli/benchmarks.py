@@ -55,44 +55,31 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
 
 
-@asynccontextmanager
-async def scratch_database(server_url: str) -> AsyncIterator[str]:
-    """A new database on `server_url`, migrated to head; dropped afterwards."""
-    name = f"codity_bench_{uuid.uuid4().hex[:10]}"
+async def _admin(server_url: str, statement: str) -> None:
     admin = await asyncpg.connect(plain_dsn(server_url))
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(statement)
     finally:
         await admin.close()
-    url = with_database(server_url, name)
-    try:
-        await asyncio.to_thread(migrate.upgrade, url)
-        yield url
-    finally:
-        admin = await asyncpg.connect(plain_dsn(server_url))
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
 
 
 @asynccontextmanager
-async def empty_database(server_url: str) -> AsyncIterator[str]:
-    """A new empty database (for the peer, which installs its own schema); dropped afterwards."""
-    name = f"codity_peer_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(plain_dsn(server_url))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
+async def empty_database(server_url: str, prefix: str = "codity_peer") -> AsyncIterator[str]:
+    """A new empty database on `server_url` (the peer installs its own schema); dropped after."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    await _admin(server_url, f'CREATE DATABASE "{name}"')
     try:
         yield with_database(server_url, name)
     finally:
-        admin = await asyncpg.connect(plain_dsn(server_url))
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
+        await _admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@asynccontextmanager
+async def scratch_database(server_url: str) -> AsyncIterator[str]:
+    """A new database on `server_url`, migrated to head; dropped afterwards."""
+    async with empty_database(server_url, "codity_bench") as url:
+        await asyncio.to_thread(migrate.upgrade, url)
+        yield url
 
 
 async def _make_queue(pool: asyncpg.Pool[Any]) -> uuid.UUID:
