@@ -16,11 +16,13 @@ done AS (
       lock_expires_at = NULL, cancel_requested_at = NULL,
       started_at = COALESCE(j.started_at, f.started_at)
   FROM f
-  -- Planner steering: `j.id = ANY($1)` offers the primary-key path, and comparing status as
-  -- text keeps the planner off the leased partial indexes, whose statistics (taken when few
-  -- jobs were leased) make a full scan of them per input row look free.
-  WHERE j.id = ANY($1::bigint[])
-    AND j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
+  -- Planner steering: comparing status as text keeps the planner off the leased partial
+  -- indexes, whose statistics (taken when few jobs were leased) make a full scan of them per
+  -- input row look free; so each input row finds its job by primary key. No `j.id = ANY($1)`
+  -- here (unlike the colder batch statements): the planner estimates that side at one row and
+  -- then compares every job with every input row, n² for a batch (measured: 5.8 -> 3.9 ms per
+  -- 100 completions, equal at 500).
+  WHERE j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
     AND j.status::text IN ('claimed', 'running')
   RETURNING j.id, j.queue_id, j.execution_seq, j.attempt, j.worker_id, j.claimed_at, j.started_at
 ),
