@@ -75,3 +75,13 @@ async def sleep_or_stop(delay_s: float, stop: asyncio.Event) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+async def wait_any(*events: asyncio.Event, timeout_s: float) -> None:
+    """Return when any of `events` is set, or after `timeout_s`, whichever comes first."""
+    waiters = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()

@@ -16,7 +16,7 @@ import structlog
 
 from codity import core
 from codity.db.pool import connect
-from codity.db.reconnect import Backoff, is_transient, sleep_or_stop
+from codity.db.reconnect import Backoff, is_transient, sleep_or_stop, wait_any
 
 log = structlog.get_logger("codity.worker.notifier")
 
@@ -63,7 +63,7 @@ class Notifier:
             self._wake()
             try:
                 while not stop.is_set() and not lost.is_set() and not conn.is_closed():
-                    await _first_of(stop, lost, timeout_s=LIVENESS_CHECK_S)
+                    await wait_any(stop, lost, timeout_s=LIVENESS_CHECK_S)
             finally:
                 self.connected.clear()
                 if not conn.is_closed():
@@ -73,12 +73,3 @@ class Notifier:
                         conn.terminate()
             if not stop.is_set():
                 log.warning("listening connection lost; reconnecting")
-
-
-async def _first_of(*events: asyncio.Event, timeout_s: float) -> None:
-    waiters = [asyncio.create_task(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waiters:
-            w.cancel()

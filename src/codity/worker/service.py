@@ -30,7 +30,7 @@ import structlog
 
 from codity import core
 from codity.db.pool import create_pool
-from codity.db.reconnect import Backoff, is_transient, sleep_or_stop
+from codity.db.reconnect import Backoff, is_transient, sleep_or_stop, wait_any
 from codity.domain.states import WorkerStatus
 from codity.worker.completer import Completer, Finished
 from codity.worker.config import WorkerConfig
@@ -211,7 +211,7 @@ class Worker:
                 except Exception as exc:
                     await self._pause_after_error("refresh queues", exc, backoff)
                     continue
-            await _wait_any(self._wake, self._stopping, timeout_s=poll_s)
+            await wait_any(self._wake, self._stopping, timeout_s=poll_s)
 
     async def _pause_after_error(self, what: str, exc: Exception, backoff: Backoff) -> None:
         delay = backoff.next_delay()
@@ -445,12 +445,3 @@ class Worker:
     @property
     def in_flight(self) -> int:
         return len(self._running)
-
-
-async def _wait_any(*events: asyncio.Event, timeout_s: float) -> None:
-    waiters = [asyncio.create_task(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waiters:
-            w.cancel()
