@@ -83,10 +83,13 @@ async def test_a_result_whose_lease_was_lost_is_dropped_not_written(
         await wait_status(db, job, "running")
         # The lease runs out (as if the worker had stalled), the reaper requeues the job and a
         # second worker takes it: execution_seq 2 now owns the job.
-        await db.execute(
-            "UPDATE jobs SET lock_expires_at = now() - interval '1 second' WHERE id = $1", job
-        )
-        assert await core.reap_expired(db) == [job]
+        # In one transaction: the worker's heartbeat (every 100 ms) must not extend the lease
+        # between the expiry and the reap; it waits on the row lock and then finds it requeued.
+        async with db.transaction():
+            await db.execute(
+                "UPDATE jobs SET lock_expires_at = now() - interval '1 second' WHERE id = $1", job
+            )
+            assert await core.reap_expired(db) == [job]
         other = await make_worker(db, hostname="other")
         (taken,) = await core.claim(db, other, [queue_id], 1, 60_000)
         assert taken.execution_seq == 2
