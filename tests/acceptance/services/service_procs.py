@@ -6,18 +6,18 @@ of those files are printed, which is usually all it takes to see why.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -98,23 +98,6 @@ def procs(request: pytest.FixtureRequest, tmp_path: Path, database_url: str) -> 
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         print(p.dump())
-
-
-async def wait_for(
-    check: Callable[[], Awaitable[Any]],
-    *,
-    timeout_s: float = 20.0,
-    interval_s: float = 0.05,
-    what: str = "",
-) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what or check}")
-        await asyncio.sleep(interval_s)
 
 
 async def wait_workers(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+
+from tests import waiting
 
 from codity import core
 from codity.worker.config import WorkerConfig
@@ -50,14 +51,7 @@ async def running_worker(
 async def wait_for(
     check: Callable[[], Awaitable[Any]], *, timeout_s: float = 10.0, interval_s: float = 0.05
 ) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout_s} s (last value {value!r})")
-        await asyncio.sleep(interval_s)
+    return await waiting.wait_for(check, timeout_s=timeout_s, interval_s=interval_s)
 
 
 async def job_status(conn: Any, job_id: int) -> str:
