@@ -26,6 +26,7 @@ import typer
 from codity.cli._common import console, database_url, friendly_errors, run, settings
 from codity.cli._service import setup_logging
 from codity.cli.smtp_sink import OUTBOX_DIR, smtp_sink
+from codity.cli.web import DEFAULT_DIST, dashboard_built
 from codity.db import migrate as migrations
 from codity.db.dsn import redact
 from codity.db.pool import connect
@@ -149,7 +150,12 @@ def up_command(
                 outbox=str(OUTBOX_DIR.resolve()),
             )
         env = {**os.environ, "DATABASE_URL": url, "SMTP_URL": smtp_url}
-        start_api, start_web = api and has_command("api"), web and has_command("web")
+        start_api, start_web = api and has_command("api"), web and dashboard_built()
+        if web and not start_web:
+            log.warning(
+                "dashboard not started: it is not built (run `make web` in a checkout)",
+                dist=str(DEFAULT_DIST),
+            )
         children = (
             ([Child("api", ["api"])] if start_api else [])
             + [Child(f"worker-{i + 1}", ["worker"]) for i in range(workers)]

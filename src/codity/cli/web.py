@@ -26,6 +26,13 @@ from codity.cli.api import GracefulServer
 
 #: Where `npm run build` writes the dashboard, relative to the repository root.
 DEFAULT_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
+
+
+def dashboard_built(dist: Path = DEFAULT_DIST) -> bool:
+    """Whether the dashboard has been built (a checkout after `make web`; never a wheel)."""
+    return (dist / "index.html").is_file()
+
+
 #: Paths forwarded to the API; everything else is the dashboard.
 PROXIED_PREFIXES = ("/api/", "/healthz", "/readyz")
 #: Headers that describe one hop, not the message; a proxy must not forward them.
@@ -160,8 +167,12 @@ def web(
     import uvicorn
 
     cfg = settings()
-    if not (dist / "index.html").is_file():
-        fail(f"the dashboard is not built: {dist / 'index.html'} is missing (run: make web)")
+    if not dashboard_built(dist):
+        # The wheel does not ship the dashboard (it is built with npm from a checkout).
+        fail(
+            f"the dashboard is not built: {dist / 'index.html'} is missing "
+            "(run `make web` in a checkout of the repository, or pass --dist)"
+        )
     upstream = api_url or f"http://{cfg.api_host}:{cfg.api_port}"
     listen = port or cfg.web_port
     console.print(f"dashboard on http://{host}:{listen}  (API: {upstream})", highlight=False)
