@@ -12,17 +12,20 @@ from tests.integration.core.helpers import executions, expire_leases, job_row, n
 
 from codity.core import (
     Completion,
+    Failure,
     LogEntry,
     NewJob,
     append_logs,
     claim,
     complete,
     enqueue,
+    fail,
     heartbeat,
     mark_running,
     promote_due,
     prune,
     reap_expired,
+    release,
     report_progress,
     set_worker_status,
     sweep_dead_workers,
@@ -64,6 +67,52 @@ async def test_fencing_stale_worker_cannot_complete_reclaimed_job(
         ("lost", a),
         ("completed", b),
     ]
+
+
+#: Each fenced write a stalled worker could still attempt with the fence it held before its lease
+#: ran out; each must be refused on its own (the test is parametrised per write so that removing
+#: the `execution_seq` term from any single statement fails its own case).
+STALE_WRITES = {
+    "complete": lambda db, f: complete(db, [Completion(f, {"from": "stale"})]),
+    "fail": lambda db, f: fail(db, [Failure(f, "stale failure")]),
+    "release": lambda db, f: release(db, [f]),
+    "mark_running": lambda db, f: mark_running(db, [f]),
+    "report_progress": lambda db, f: report_progress(db, f, 50, "stale"),
+    "append_logs": lambda db, f: append_logs(db, f, [LogEntry("info", "stale")]),
+}
+
+
+@pytest.mark.parametrize("write", sorted(STALE_WRITES))
+async def test_fencing_same_worker_reclaiming_its_reaped_job_refuses_the_stale_write(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID, write: str
+) -> None:
+    """The case execution_seq exists for: one worker stalls past its lease, its job is reaped
+    and then claimed again by the SAME worker. Job and worker match; only execution_seq tells
+    the stale attempt from the live one, so the stale write must change nothing."""
+    job = await enqueue(db, queue_id, NewJob("h", max_attempts=1))
+    (stale,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await mark_running(db, [stale.fence])
+    await expire_leases(db, job.id)
+    assert await reap_expired(db) == [job.id]
+    (live,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    assert (live.fence.worker_id, live.execution_seq) == (worker_id, stale.execution_seq + 1)
+    before = dict(await job_row(db, job.id))
+
+    outcome = await STALE_WRITES[write](db, stale.fence)
+
+    if isinstance(outcome, bool):
+        assert outcome is False
+    else:
+        assert (outcome.applied, outcome.lease_lost) == ([], [job.id])
+    assert dict(await job_row(db, job.id)) == before  # not one column changed
+    assert [(e["execution_seq"], e["status"]) for e in await executions(db, job.id)] == [
+        (1, "lost")
+    ]
+    assert await db.fetchval("SELECT count(*) FROM job_logs") == 0
+    assert await db.fetchval("SELECT count(*) FROM dead_letter_jobs") == 0
+    # The live attempt is untouched and still completes.
+    assert (await complete(db, [Completion(live.fence, {"from": "live"})])).applied == [job.id]
+    assert (await job_row(db, job.id))["result"] == {"from": "live"}
 
 
 async def test_three_reaps_of_a_three_attempt_job_do_not_dead_letter(
