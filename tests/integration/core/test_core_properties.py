@@ -3,10 +3,13 @@
 Hypothesis drives enqueue (with and without dependencies), claim, heartbeat, complete, fail, reap, release, cancel, replay and
 promote from two workers (one of which keeps acting on fences it may have lost), and after every
 step checks the invariants:
-- no job is held by two live leases (at most one believed fence per job matches the database);
+- no job is held by two live leases: of every fence ever handed out (stale ones included), the
+  database's own fenced completion accepts exactly the live lease's fence and no other;
 - attempt never goes above max_attempts (nor below 0);
 - every ended attempt has exactly one execution row (terminal jobs have all of theirs);
-- every status change follows the allowed-map (reachable from the previous status);
+- every status change is one edge of the allowed-map: a trigger added for this test records
+  each change the database makes (old, new), so a move through an unseen intermediate state
+  cannot pass for a sequence of allowed ones;
 - a dead-lettered job has its dead-letter copy;
 - a waiting job's pending_dependencies equals its unfinished dependencies, none of them doomed.
 
@@ -31,6 +34,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from tests.factories import make_queue, make_tenant, make_worker
 
 from codity.core import (
     Completion,
@@ -58,21 +62,28 @@ T = TypeVar("T")
 LEASE_MS = 60_000
 
 
-def _reachable() -> dict[JobStatus, set[JobStatus]]:
-    reach: dict[JobStatus, set[JobStatus]] = {}
-    for src in JobStatus:
-        seen: set[JobStatus] = set()
-        frontier = [src]
-        while frontier:
-            for nxt in ALLOWED_TRANSITIONS[frontier.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    frontier.append(nxt)
-        reach[src] = seen
-    return reach
+#: Where a new job may start.
+INITIAL_STATUSES = frozenset({JobStatus.WAITING, JobStatus.SCHEDULED, JobStatus.QUEUED})
+
+#: Test instrumentation (never in the schema): every status a job takes, in order.
+RECORD_MOVES = (
+    "CREATE TABLE IF NOT EXISTS test_status_moves ("
+    " seq bigserial PRIMARY KEY, job_id bigint NOT NULL, old_status text, new_status text NOT NULL)",
+    """CREATE OR REPLACE FUNCTION test_record_status_move() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO test_status_moves (job_id, old_status, new_status)
+         VALUES (NEW.id, CASE WHEN TG_OP = 'UPDATE' THEN OLD.status::text END, NEW.status::text);
+         RETURN NULL;
+       END $$""",
+    "CREATE OR REPLACE TRIGGER test_status_moves_update AFTER UPDATE OF status ON jobs FOR EACH ROW"
+    " WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION test_record_status_move()",
+    "CREATE OR REPLACE TRIGGER test_status_moves_insert AFTER INSERT ON jobs FOR EACH ROW"
+    " EXECUTE FUNCTION test_record_status_move()",
+)
 
 
-REACHABLE = _reachable()
+class _Probe(Exception):
+    """Raised to roll back a probing write."""
 
 
 class CoreMachine(RuleBasedStateMachine):
@@ -85,7 +96,9 @@ class CoreMachine(RuleBasedStateMachine):
         self.queue_id = uuid.uuid4()
         self.workers: list[uuid.UUID] = []
         self.believed: dict[uuid.UUID, dict[int, Fence]] = {}  # what each worker thinks it holds
+        self.issued: list[Fence] = []  # every fence any claim ever handed out, stale or not
         self.last_status: dict[int, JobStatus] = {}
+        self.moves_seen = 0
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -93,35 +106,18 @@ class CoreMachine(RuleBasedStateMachine):
     @initialize()
     def setup(self) -> None:
         self.conn = self.run(connect(self.database_url))
+        for statement in RECORD_MOVES:
+            self.run(self.conn.execute(statement))
         self.run(
             self.conn.execute(
                 "TRUNCATE jobs, job_dependencies, dead_letter_jobs, job_executions, workers, queues, "
-                "projects, "
-                "organizations CASCADE"
+                "projects, organizations, test_status_moves CASCADE"
             )
         )
-        org = self.run(
-            self.conn.fetchval(
-                "INSERT INTO organizations (name, slug) VALUES ('o','o') RETURNING id"
-            )
-        )
-        project = self.run(
-            self.conn.fetchval(
-                "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'p', 'p') RETURNING id", org
-            )
-        )
-        self.queue_id = self.run(
-            self.conn.fetchval(
-                "INSERT INTO queues (project_id, name) VALUES ($1, 'prop') RETURNING id", project
-            )
-        )
+        tenant = self.run(make_tenant(self.conn))
+        self.queue_id = self.run(make_queue(self.conn, tenant.project_id, name="prop"))
         for name in ("a", "b"):
-            wid = self.run(
-                self.conn.fetchval(
-                    "INSERT INTO workers (hostname, pid, version, capacity) VALUES ($1, 1, 't', 5) RETURNING id",
-                    name,
-                )
-            )
+            wid = self.run(make_worker(self.conn, hostname=name))
             self.workers.append(wid)
             self.believed[wid] = {}
 
@@ -165,6 +161,7 @@ class CoreMachine(RuleBasedStateMachine):
         for job in got:
             assert job.attempt <= job.max_attempts
             self.believed[wid][job.id] = job.fence
+            self.issued.append(job.fence)
         if start and got:
             self.run(mark_running(self.conn, [j.fence for j in got]))
 
@@ -203,6 +200,24 @@ class CoreMachine(RuleBasedStateMachine):
             )
         )
         self.run(reap_expired(self.conn))
+
+    @rule(worker=st.integers(0, 1))
+    def stalls_then_reclaims(self, worker: int) -> None:
+        """The worker stalls past its leases, they are reaped, and the SAME worker claims again
+        (usually getting its own jobs back): its old fences differ from the new ones only in
+        execution_seq."""
+        wid = self.workers[worker]
+        holding = self.run(
+            self.conn.fetchval(
+                "SELECT count(*) FROM jobs WHERE worker_id = $1 AND status IN ('claimed', 'running')",
+                wid,
+            )
+        )
+        if not holding:  # hold something first, so that every draw of this rule tests the case
+            self.enqueue(1, 3)
+            self.claim(worker, 1, False)
+        self.worker_dies_and_is_reaped(worker)
+        self.claim(worker, 3, False)
 
     @rule(worker=st.integers(0, 1))
     def release_all(self, worker: int) -> None:
@@ -257,10 +272,6 @@ class CoreMachine(RuleBasedStateMachine):
             # dead letters keep their copy
             if status is JobStatus.DEAD_LETTER:
                 assert r["has_dl"], dict(r)
-            # every move followed the allowed-map
-            before = self.last_status.get(job_id)
-            if before is not None and before != status:
-                assert status in REACHABLE[before], (job_id, before, status)
             self.last_status[job_id] = status
         # dependencies: a waiting job counts exactly its unfinished dependencies, and none of
         # them can be one that will never complete
@@ -277,18 +288,61 @@ class CoreMachine(RuleBasedStateMachine):
         for d in deps:
             assert d["pending"] == d["unfinished"] > 0, dict(d)
             assert d["doomed"] == 0, dict(d)
-        # no job held by two live leases
-        live: dict[int, int] = {}
-        for wid, fences in self.believed.items():
-            for job_id, fence in fences.items():
-                r = jobs[job_id]
-                if (
-                    r["status"] in LEASED_STATUSES
-                    and r["worker_id"] == wid
-                    and r["execution_seq"] == fence.execution_seq
-                ):
-                    live[job_id] = live.get(job_id, 0) + 1
-        assert all(n == 1 for n in live.values()), live
+
+    @invariant()
+    def every_status_change_is_one_allowed_edge(self) -> None:
+        if self.conn is None:
+            return
+        moves = self.run(
+            self.conn.fetch(
+                "SELECT seq, job_id, old_status, new_status FROM test_status_moves"
+                " WHERE seq > $1 ORDER BY seq",
+                self.moves_seen,
+            )
+        )
+        for m in moves:
+            new = JobStatus(m["new_status"])
+            if m["old_status"] is None:
+                assert new in INITIAL_STATUSES, dict(m)
+            else:
+                assert new in ALLOWED_TRANSITIONS[JobStatus(m["old_status"])], dict(m)
+            self.moves_seen = m["seq"]
+
+    async def _accepted(self, fence: Fence) -> bool:
+        """Would the database's fenced completion accept this fence now? Asked for real, then
+        rolled back."""
+        try:
+            async with self.conn.transaction():
+                result = await complete(self.conn, [Completion(fence, {"probe": True})])
+                raise _Probe(bool(result.applied))
+        except _Probe as probe:
+            return bool(probe.args[0])
+
+    @invariant()
+    def no_job_is_held_by_two_live_leases(self) -> None:
+        if self.conn is None:
+            return
+        accepted: dict[int, list[Fence]] = {}
+        for fence in self.issued:
+            if self.run(self._accepted(fence)):
+                accepted.setdefault(fence.job_id, []).append(fence)
+        leased = {
+            r["id"]: (r["worker_id"], r["execution_seq"])
+            for r in self.run(
+                self.conn.fetch(
+                    "SELECT id, worker_id, execution_seq FROM jobs"
+                    " WHERE status IN ('claimed', 'running')"
+                )
+            )
+        }
+        for job_id, fences in accepted.items():
+            assert len(fences) == 1, f"job {job_id} accepts writes from {fences}"
+            assert job_id in leased, f"job {job_id} is not leased yet accepts {fences}"
+            assert leased[job_id] == (fences[0].worker_id, fences[0].execution_seq), (
+                f"job {job_id} is leased as {leased[job_id]} but accepts {fences}"
+            )
+        # every leased job was claimed through this machine, so its live fence was issued
+        assert set(leased) == set(accepted), (leased, accepted)
 
 
 def test_core_state_machine(database_url: str) -> None:
