@@ -27,3 +27,28 @@ async def wait_for(
                 f"timed out after {timeout_s} s waiting for {what or check} (last value {value!r})"
             )
         await asyncio.sleep(interval_s)
+
+
+async def wait_until_blocked(
+    observer: Any, waiter_pid: int, holder_pid: int, *, timeout_s: float = 20.0
+) -> None:
+    """Wait until backend `waiter_pid` is waiting for a lock that backend `holder_pid` holds,
+    as PostgreSQL itself reports it (`pg_blocking_pids`), asked on a third connection.
+
+    This is what a race test means by "the second transaction is blocked on the first": a
+    `sleep()` followed by `assert not task.done()` cannot tell that from "has not started yet"
+    on a loaded machine, and passes in both cases."""
+
+    async def blocked() -> bool:
+        return bool(
+            await observer.fetchval(
+                "SELECT $2::int = ANY(pg_blocking_pids($1::int))", waiter_pid, holder_pid
+            )
+        )
+
+    await wait_for(
+        blocked,
+        timeout_s=timeout_s,
+        interval_s=0.02,
+        what=f"backend {waiter_pid} to wait on a lock held by backend {holder_pid}",
+    )

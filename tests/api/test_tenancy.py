@@ -9,6 +9,7 @@ import asyncpg
 import httpx
 import pytest
 from tests.api.conftest import API, MakeOrgUser, Session, register_and_login, unique_email
+from tests.waiting import wait_until_blocked
 
 from codity.api.resources.members import LastOwnerError, _lock_and_check_owners
 from codity.db.pool import connect
@@ -140,6 +141,7 @@ async def test_two_owners_demoting_each_other_at_once_leave_one_owner(
     second = await make_org_user("owner")
     demote = "UPDATE memberships SET role = 'admin' WHERE org_id = $1 AND user_id = $2"
     c1, c2 = await connect(database_url), await connect(database_url)
+    observer = await connect(database_url)
     try:
         tx1 = c1.transaction()
         await tx1.start()
@@ -152,8 +154,8 @@ async def test_two_owners_demoting_each_other_at_once_leave_one_owner(
                 await c2.execute(demote, owner.org_id, owner.user_id)
 
         racing = asyncio.create_task(the_other_owner())
-        await asyncio.sleep(0.3)
-        assert not racing.done(), "the second check did not wait for the first transaction"
+        # PostgreSQL says the second transaction waits on the first one's owner rows.
+        await wait_until_blocked(observer, c2.get_server_pid(), c1.get_server_pid())
         await tx1.commit()
         with pytest.raises(LastOwnerError):
             await racing
@@ -162,5 +164,5 @@ async def test_two_owners_demoting_each_other_at_once_leave_one_owner(
         )
         assert owners == 1
     finally:
-        await c1.close()
-        await c2.close()
+        for conn in (c1, c2, observer):
+            await conn.close()

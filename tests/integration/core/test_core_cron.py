@@ -63,22 +63,33 @@ async def test_an_hour_of_missed_minutes_fires_once(
 async def test_two_concurrent_materialisers_enqueue_exactly_one_job_per_occurrence(
     pool: asyncpg.Pool[Any], queue_id: uuid.UUID
 ) -> None:
+    """Two replicas materialise at the same time: A has claimed its share of the due schedules
+    and its transaction is still open when B runs. The overlap is arranged, not hoped for (two
+    free-running tasks on a loaded machine often run one after the other and prove nothing).
+    B must neither wait for A's schedules nor fire them: it takes the rest, at once."""
     now = await pool.fetchval("SELECT now()")
     sids = [
         await _schedule(pool, queue_id, "* * * * *", now - timedelta(seconds=1)) for _ in range(20)
     ]
-    start = asyncio.Event()
-
-    async def materialiser() -> list[int]:
-        await start.wait()
-        out: list[int] = []
-        for _ in range(3):
-            out += await materialise_cron(pool, limit=5)
-        return out
-
-    tasks = [asyncio.create_task(materialiser()) for _ in range(2)]
-    start.set()
-    a, b = await asyncio.gather(*tasks)
+    async with pool.acquire() as conn_a, pool.acquire() as conn_b:
+        tx_a = conn_a.transaction()
+        await tx_a.start()
+        a = await materialise_cron(conn_a, limit=8)  # A's share, locked until A commits
+        assert len(a) == 8
+        # B runs while A's transaction holds its schedules and its not-yet-committed jobs.
+        b_task = asyncio.create_task(materialise_cron(conn_b, limit=100))
+        done, _ = await asyncio.wait({b_task}, timeout=15)
+        assert done, (
+            f"B did not finish while A held its schedules (blocked by "
+            f"{await pool.fetchval('SELECT pg_blocking_pids($1)', conn_b.get_server_pid())})"
+        )
+        b = b_task.result()
+        # The two overlapped: A was still inside its transaction when B finished.
+        assert conn_a.is_in_transaction()
+        assert await pool.fetchval(
+            "SELECT state FROM pg_stat_activity WHERE pid = $1", conn_a.get_server_pid()
+        ) in ("idle in transaction", "active")
+        await tx_a.commit()
     assert len(a) + len(b) == 20
     assert not set(a) & set(b)
     counts = await pool.fetch("SELECT schedule_id, count(*) AS n FROM jobs GROUP BY schedule_id")

@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 from tests.factories import make_queue
 from tests.integration.core.helpers import executions, expire_leases, job_row
+from tests.waiting import wait_until_blocked
 
 from codity.core import (
     Completion,
@@ -255,14 +256,15 @@ async def test_enqueue_with_dependency_racing_its_completion_is_never_stranded(
 
     parent = await enqueue(pool, queue_id, NewJob("parent"))
     (held,) = await claim(pool, worker_id, [queue_id], 1, LEASE_MS)
-    async with pool.acquire() as enqueuer:
+    async with pool.acquire() as enqueuer, pool.acquire() as completer:
         tx = enqueuer.transaction()
         await tx.start()
         child = await enqueue(enqueuer, queue_id, NewJob("child", depends_on=[parent.id]))
         assert child.status is JobStatus.WAITING
-        completing = asyncio.create_task(complete(pool, [Completion(held.fence)]))
-        await asyncio.sleep(0.3)
-        assert not completing.done()  # blocked on the enqueue's share lock
+        completing = asyncio.create_task(complete(completer, [Completion(held.fence)]))
+        # PostgreSQL says the completion waits on the enqueue's share lock (not merely "has not
+        # finished yet"); only then does the enqueue commit.
+        await wait_until_blocked(pool, completer.get_server_pid(), enqueuer.get_server_pid())
         await tx.commit()
         assert (await completing).applied == [parent.id]
     row = await pool.fetchrow(
