@@ -22,7 +22,7 @@ demo: setup web
 	$(VENV)/bin/codity up
 
 test: setup web
-	@test -x /usr/bin/chromium || echo "!!!!!! BROWSER SUITE WILL NOT RUN: /usr/bin/chromium is missing (apt-get install -y chromium) !!!!!!"
+	@command -v chromium >/dev/null || test -x "$$CODITY_CHROMIUM" || echo "!!!!!! BROWSER SUITE WILL NOT RUN: chromium is not on PATH (apt-get install -y chromium) !!!!!!"
 	@test -f web/dist/index.html || echo "!!!!!! BROWSER SUITE WILL NOT RUN: the dashboard is not built (web/dist/index.html missing) !!!!!!"
 	$(PY) -m pytest
 

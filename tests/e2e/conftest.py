@@ -1,8 +1,10 @@
 """Fixtures of the browser suite: the stack, Debian's Chromium, a signed-in page.
 
-The suite never downloads a browser: it drives `/usr/bin/chromium` (installed by `.ci/run`).
-Without that binary, or without a built dashboard, every test here SKIPS with the reason, and
-`make test` prints a loud line about it.
+The suite never downloads a browser: it drives Debian's `chromium` (installed by `.ci/run`),
+found on PATH as `.ci/run` looks for it (`CODITY_CHROMIUM` names another binary). Without it,
+or without a built dashboard, every test here SKIPS with the reason and `make test` prints a
+loud line about it: friendly on a laptop. With `CODITY_REQUIRE_BROWSER_SUITE=1` (`.ci/run`
+sets it) the same tests FAIL instead, so CI can never go green without the browser suite.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ from tests.e2e.stack import ARTIFACTS, REPO, Stack, running_stack
 
 from codity.db.dsn import plain_dsn, with_database
 
-CHROMIUM = Path(os.environ.get("CODITY_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = Path(
+    os.environ.get("CODITY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+)
+#: Set by `.ci/run`: a browser suite that cannot run is a failure, not a skip.
+REQUIRED = os.environ.get("CODITY_REQUIRE_BROWSER_SUITE") == "1"
 DIST_INDEX = REPO / "web" / "dist" / "index.html"
 SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM_ARGS = [
@@ -51,12 +57,17 @@ def why_not_runnable() -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture: the stack is never started for a suite that cannot run.
+    if not item.get_closest_marker("e2e"):
+        return
     reason = why_not_runnable()
-    if reason:
-        for item in items:
-            if item.get_closest_marker("e2e"):
-                item.add_marker(pytest.mark.skip(reason=reason))
+    if reason is None:
+        return
+    if REQUIRED:
+        pytest.fail(f"{reason} [CODITY_REQUIRE_BROWSER_SUITE=1]", pytrace=False)
+    pytest.skip(reason)
 
 
 async def _create_database(server_url: str, name: str, drop: bool = False) -> None:
