@@ -4,8 +4,8 @@ and LISTEN/NOTIFY wake-up. Real processes (`python -m codity.cli worker`), real 
 from __future__ import annotations
 
 import signal
-import statistics
 import time
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -86,18 +86,34 @@ async def test_sigkill_mid_job_is_reaped_refunded_and_completed_elsewhere(
     killed_at = time.monotonic()
     assert exit_code(victim, 5) == -signal.SIGKILL
 
+    # Follow the lease in the database until the reaper takes it: the last expiry seen is the
+    # lease the dead worker left behind (a heartbeat in flight at the kill may still commit).
+    last_expiry: list[Any] = []
+
     async def lost_row() -> Any:
+        lease_now = await db.fetchrow(
+            "SELECT lock_expires_at, execution_seq FROM jobs WHERE id = $1", job.id
+        )
+        # Only the dead worker's attempt (seq 1): once reaped, the job is claimed again at once.
+        if lease_now["execution_seq"] == 1 and lease_now["lock_expires_at"] is not None:
+            last_expiry.append(lease_now["lock_expires_at"])
         return await db.fetchrow(
-            "SELECT attempt, execution_seq FROM job_executions WHERE job_id = $1 AND status = 'lost'",
+            "SELECT attempt, execution_seq, finished_at FROM job_executions "
+            "WHERE job_id = $1 AND status = 'lost'",
             job.id,
         )
 
-    lost = await wait_for(lost_row, timeout_s=15, interval_s=0.02, what="the reaper")
+    lost = await wait_for(lost_row, timeout_s=30, interval_s=0.02, what="the reaper")
     reaped_after = time.monotonic() - killed_at
-    lease_s, tick_s = 1.5, 0.2
-    # The lease was last extended at most one heartbeat before the kill, so it expires within
-    # lease_s of the kill and the reaper sees it within one tick; 1 s of slack for a busy machine.
-    assert reaped_after < lease_s + tick_s + 1.0, f"reaped after {reaped_after:.2f} s"
+    assert last_expiry, "the lease was never seen"
+    lease = timedelta(milliseconds=1500)
+    # The guarantee, measured on the database's clock (a loaded machine delays the scheduler,
+    # never this ordering): not reaped while the lease held, and reaped within one more lease
+    # period after it ran out (the reaper runs every 0.2 s tick: 7 ticks of margin).
+    assert lost["finished_at"] >= last_expiry[-1], "reaped a lease that had not expired"
+    assert lost["finished_at"] - last_expiry[-1] <= lease, (
+        f"reaped {lost['finished_at'] - last_expiry[-1]} after the lease expired"
+    )
     assert (lost["attempt"], lost["execution_seq"]) == (1, 1)
 
     async def completed() -> Any:
@@ -116,7 +132,11 @@ async def test_sigkill_mid_job_is_reaped_refunded_and_completed_elsewhere(
         job.id,
     )
     assert [tuple(r) for r in history] == [(1, 1, "lost"), (2, 1, "completed")]
-    print(f"job reaped {reaped_after:.2f} s after SIGKILL (lease 1.5 s, tick 0.2 s)")
+    print(
+        f"job reaped {reaped_after:.2f} s after SIGKILL, "
+        f"{(lost['finished_at'] - last_expiry[-1]).total_seconds() * 1000:.0f} ms after its lease "
+        "expired (lease 1.5 s, tick 0.2 s)"
+    )
 
 
 async def test_sigterm_drains_finishes_what_it_can_and_releases_the_rest(
@@ -124,7 +144,10 @@ async def test_sigterm_drains_finishes_what_it_can_and_releases_the_rest(
 ) -> None:
     tenant = await make_tenant(db)
     queue_id = await make_queue(db, tenant.project_id, name="drain")
-    worker = procs.spawn("worker", "--capacity", "4", env={"SHUTDOWN_GRACE_MS": "1500"})
+    grace_s = 1.5
+    worker = procs.spawn(
+        "worker", "--capacity", "4", env={"SHUTDOWN_GRACE_MS": str(int(grace_s * 1000))}
+    )
     await wait_workers(db, 1)
     quick = [
         (
@@ -141,14 +164,15 @@ async def test_sigterm_drains_finishes_what_it_can_and_releases_the_rest(
         return await db.fetchval("SELECT count(*) FROM jobs WHERE status = 'running'") == 4
 
     await wait_for(all_running, what="4 running jobs")
+    signalled_at = await db.fetchval("SELECT now()")
     worker.send_signal(signal.SIGTERM)
     sent = time.monotonic()
-    code = exit_code(worker, 10)
+    # The slow jobs would run 60 s: an exit well before that proves the drain stopped waiting
+    # for them after the grace period (the margin covers releasing, recording and interpreter
+    # exit on a loaded 2-core machine).
+    code = exit_code(worker, grace_s + 10)
     took = time.monotonic() - sent
     assert code == 0, procs.logs(worker)
-    # The grace period bounds the wait for running jobs; releasing, recording and interpreter
-    # exit come on top (a few hundred ms on an idle machine, more on a loaded 2-core one).
-    assert took < 1.5 + 3.0, f"exited {took:.2f} s after SIGTERM (grace 1.5 s)"
 
     rows = {r["id"]: r for r in await db.fetch("SELECT id, status::text, attempt FROM jobs")}
     for job_id in quick:
@@ -156,9 +180,14 @@ async def test_sigterm_drains_finishes_what_it_can_and_releases_the_rest(
     for job_id in slow:
         assert (rows[job_id]["status"], rows[job_id]["attempt"]) == ("queued", 0)  # not charged
     released = await db.fetch(
-        "SELECT job_id FROM job_executions WHERE status = 'released' ORDER BY job_id"
+        "SELECT job_id, finished_at FROM job_executions WHERE status = 'released' ORDER BY job_id"
     )
     assert [r["job_id"] for r in released] == sorted(slow)
+    # The running jobs got their grace period before being handed back (database clock).
+    for r in released:
+        assert r["finished_at"] - signalled_at >= timedelta(seconds=grace_s - 0.05), (
+            f"released {r['finished_at'] - signalled_at} after SIGTERM, before the grace ran out"
+        )
     status, stopped_at = await db.fetchrow("SELECT status::text, stopped_at FROM workers")
     assert status == "stopped"
     assert stopped_at is not None
@@ -168,9 +197,13 @@ async def test_sigterm_drains_finishes_what_it_can_and_releases_the_rest(
 async def test_an_idle_worker_wakes_on_notify_not_on_its_poll(
     procs: Procs, db: asyncpg.Connection[Any]
 ) -> None:
+    """The worker polls once a minute here, so a job that starts within seconds was started by
+    the NOTIFY of its enqueue. How fast that is, is a benchmark's business (`codity bench
+    latency`), not a test's: a loaded machine may take a second where an idle one takes 5 ms."""
+    poll_s = 60
     tenant = await make_tenant(db)
     queue_id = await make_queue(db, tenant.project_id, name="wake")
-    procs.spawn("worker", env={"WORKER_POLL_INTERVAL_MS": "10000"})
+    procs.spawn("worker", env={"WORKER_POLL_INTERVAL_MS": str(poll_s * 1000)})
     await wait_workers(db, 1)  # registered and LISTENing
     await db.execute("SELECT pg_sleep(0.5)")  # idle: its first poll round is long over
     latencies = []
@@ -183,13 +216,13 @@ async def test_an_idle_worker_wakes_on_notify_not_on_its_poll(
                 == "completed"
             )
 
-        await wait_for(done, timeout_s=5, interval_s=0.01, what="the job to complete")
+        # Polling alone would leave the job waiting up to a minute.
+        await wait_for(done, timeout_s=poll_s / 4, interval_s=0.01, what="the job to complete")
         latency_ms = await db.fetchval(
             "SELECT extract(epoch FROM started_at - created_at) * 1000 FROM jobs WHERE id = $1",
             job.id,
         )
         latencies.append(float(latency_ms))
     print(f"enqueue -> start latencies (ms): {[round(x, 1) for x in latencies]}")
-    # Polling every 10 s could not start a job within 100 ms; the median is robust to one
-    # scheduling hiccup on a loaded 2-core machine, which the maximum is not.
-    assert statistics.median(latencies) < 100
+    # Every job, not a median: five jobs each started long before a poll could have run.
+    assert max(latencies) < poll_s * 1000 / 12, latencies
