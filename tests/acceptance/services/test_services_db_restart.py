@@ -3,50 +3,30 @@ job is lost. A dedicated throwaway cluster: the suite's shared one must not be r
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.acceptance.services.own_cluster import OwnCluster, own_cluster
 from tests.acceptance.services.service_procs import Procs, wait_for
 from tests.factories import make_queue, make_tenant
 
 from codity import core
-from codity.db import migrate
-from codity.db.cluster import (
-    RunningCluster,
-    _as_postgres_user_prefix,
-    find_system_bin_dir,
-    throwaway_cluster,
-)
 from codity.db.pool import connect
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def cluster() -> Iterator[tuple[RunningCluster, Path]]:
-    bin_dir = find_system_bin_dir()
-    if bin_dir is None:
-        pytest.skip("restarting needs the system's pg_ctl")
-    with throwaway_cluster(bin_dir) as c:
-        migrate.upgrade(c.url)
-        yield c, bin_dir
-
-
-def restart(cluster: RunningCluster, bin_dir: Path) -> None:
-    # -l: the server's output goes to a file, not to pipes this process would wait on.
-    subprocess.run(
-        [*_as_postgres_user_prefix(), str(bin_dir / "pg_ctl"), "-D", str(cluster.data_dir),
-         "-l", str(cluster.data_dir.parent / "log"), "-m", "fast", "-w", "restart"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
-    )  # fmt: skip
+def cluster() -> Iterator[OwnCluster]:
+    with own_cluster() as c:
+        yield c
 
 
 async def test_worker_and_scheduler_survive_a_database_restart(
-    cluster: tuple[RunningCluster, Path], tmp_path: Path
+    cluster: OwnCluster, tmp_path: Path
 ) -> None:
-    c, bin_dir = cluster
+    c = cluster
     procs = Procs(tmp=tmp_path, database_url=c.url)
     db = await connect(c.url)
     try:
@@ -67,7 +47,7 @@ async def test_worker_and_scheduler_survive_a_database_restart(
 
         await wait_for(some_done, what="the first jobs")
         await db.close()
-        restart(c, bin_dir)  # in-flight jobs are mid-handler right now
+        c.restart()  # in-flight jobs are mid-handler right now
         db = await connect(c.url)
         # A delayed job needs the scheduler's promoter (after the restart) to become runnable.
         delayed = await core.enqueue(db, queue_id, core.NewJob(handler="noop", delay_s=0.5))
