@@ -86,3 +86,49 @@ async def make_worker(
         "INSERT INTO workers (hostname, pid, version, capacity) VALUES ($1, 1, 'test', 10) RETURNING id",
         hostname,
     )
+
+
+async def make_finished_attempt(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    queue_id: uuid.UUID,
+    *,
+    handler: str = "noop",
+    run_at: Any,
+    started_at: Any,
+    finished_at: Any,
+    status: str = "completed",
+    worker_id: uuid.UUID | None = None,
+    payload: Any = None,
+    error: str | None = None,
+) -> int:
+    """A job that ran one attempt and ended (`status`: completed, or failed -> dead_letter),
+    with its execution row: history as the worker leaves it, for the rollups and the reads."""
+    job_status = "completed" if status == "completed" else "dead_letter"
+    job_id: int = await conn.fetchval(
+        """INSERT INTO jobs (queue_id, handler, payload, status, run_at, attempt, max_attempts,
+                             execution_seq, worker_id, claimed_at, started_at, finished_at,
+                             created_at, last_error)
+           VALUES ($1, $2, $3, $4, $5, 1, 1, 1, $6, $7, $7, $8, $5, $9) RETURNING id""",
+        queue_id,
+        handler,
+        payload if payload is not None else {},
+        job_status,
+        run_at,
+        worker_id,
+        started_at,
+        finished_at,
+        error,
+    )
+    await conn.execute(
+        """INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status,
+                                       claimed_at, started_at, finished_at, error)
+           VALUES ($1, $2, 1, 1, $3, $4, $5, $5, $6, $7)""",
+        job_id,
+        queue_id,
+        worker_id,
+        status,
+        started_at,
+        finished_at,
+        error,
+    )
+    return job_id

@@ -9,6 +9,7 @@ from __future__ import annotations
 from codity.api.resources import (
     api_keys,
     auth,
+    charts,
     dead_letters,
     jobs,
     members,
@@ -35,4 +36,5 @@ ALL_ROUTES: tuple[Route, ...] = (
     *dead_letters.ROUTES,
     *workers.ROUTES,
     *overview.ROUTES,
+    *charts.ROUTES,
 )

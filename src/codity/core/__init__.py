@@ -45,6 +45,7 @@ from codity.core.queues import (
     resolve_worker_queues,
     resume_queue,
 )
+from codity.core.stats import RollupResult, rollup_stats
 from codity.core.workers import register_worker, set_worker_status
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "NewJob",
     "PruneResult",
     "QueueInfo",
+    "RollupResult",
     "append_logs",
     "cancel_job",
     "claim",
@@ -87,6 +89,7 @@ __all__ = [
     "resolve_worker_queues",
     "resume_queue",
     "retry_job",
+    "rollup_stats",
     "set_worker_status",
     "sweep_dead_workers",
     "transaction",

@@ -28,7 +28,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import INET, JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, INET, JSONB, UUID
 
 from codity.domain.limits import MAX_PAYLOAD_BYTES
 from codity.domain.states import (
@@ -562,4 +562,82 @@ rate_limit_buckets = Table(
     Column("count", Integer, nullable=False, server_default=text("0")),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Index("ix_rate_limit_buckets_expires_at", "expires_at"),
+)
+
+
+# --- Chart rollups: written by the scheduler's stats loop, read by the dashboard's charts --------
+# Each row covers one bucket of `grain` minutes (1 = a minute, 15 = a quarter, 60 = an hour) starting at `bucket`.
+# Durations are histograms (codity.domain.histogram: log-spaced slots, summable), so a 24 h or
+# 7 d chart adds rows instead of rescanning jobs or executions on every page view.
+
+_GRAIN_CHECK = "grain IN (1, 15, 60)"
+
+
+def _grain_columns() -> list[Column[object]]:
+    return [
+        Column("grain", SmallInteger, nullable=False),
+        Column("bucket", DateTime(timezone=True), nullable=False),
+    ]
+
+
+queue_stats = Table(
+    "queue_stats",
+    metadata,
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    *_grain_columns(),
+    # Sampled when the bucket is rolled up (NULL for buckets rolled up late, after an outage).
+    Column("depth", Integer, nullable=True),  # waiting + scheduled + queued
+    Column("running", Integer, nullable=True),  # claimed + running
+    Column("completed", Integer, nullable=False, server_default=text("0")),
+    Column("failed", Integer, nullable=False, server_default=text("0")),  # failed + timed out
+    Column("wait_hist", ARRAY(Integer), nullable=False),  # run_at -> handler start, per attempt
+    PrimaryKeyConstraint("queue_id", "grain", "bucket"),
+    CheckConstraint(_GRAIN_CHECK, name="grain"),
+)
+
+handler_stats = Table(
+    "handler_stats",
+    metadata,
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("handler", Text, nullable=False),
+    *_grain_columns(),
+    Column("completed", Integer, nullable=False, server_default=text("0")),
+    Column("failed", Integer, nullable=False, server_default=text("0")),
+    Column("run_hist", ARRAY(Integer), nullable=False),  # handler start -> finish, per attempt
+    PrimaryKeyConstraint("queue_id", "grain", "bucket", "handler"),
+    CheckConstraint(_GRAIN_CHECK, name="grain"),
+)
+
+# Per worker AND queue, so a tenant's chart counts only its own queues' jobs on a shared worker.
+worker_stats = Table(
+    "worker_stats",
+    metadata,
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column(
+        "worker_id",
+        UUID(as_uuid=True),
+        ForeignKey("workers.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    *_grain_columns(),
+    Column("completed", Integer, nullable=False, server_default=text("0")),
+    Column("failed", Integer, nullable=False, server_default=text("0")),
+    Column("in_flight", Integer, nullable=True),  # sampled, like queue_stats.depth
+    PrimaryKeyConstraint("queue_id", "grain", "bucket", "worker_id"),
+    CheckConstraint(_GRAIN_CHECK, name="grain"),
+)
+
+# The rollup's watermark: every minute before `done_until` is rolled up. One row per rollup;
+# replicas lock it with SKIP LOCKED, so one scheduler rolls up a given minute.
+stats_rollup_state = Table(
+    "stats_rollup_state",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("done_until", DateTime(timezone=True), nullable=False),
 )

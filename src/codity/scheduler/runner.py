@@ -18,6 +18,7 @@ from codity.scheduler.services import (
     Promoter,
     Pruner,
     Reaper,
+    StatsRollup,
 )
 from codity.settings import Settings
 
@@ -55,6 +56,7 @@ def build_services(conn: Any, config: SchedulerConfig) -> list[LoopService]:
         CronMaterialiser(conn, interval_ms=tick),
         Reaper(conn, interval_ms=tick),
         DeadWorkerSweep(conn, interval_ms=tick, dead_after_ms=config.dead_worker_after_ms),
+        StatsRollup(conn, interval_ms=tick),
         Pruner(
             conn,
             interval_ms=config.prune_interval_ms,

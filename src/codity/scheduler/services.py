@@ -95,3 +95,14 @@ class Pruner(LoopService):
         if result.jobs or result.logs or result.heartbeats:
             log.info("pruned", jobs=result.jobs, logs=result.logs, heartbeats=result.heartbeats)
         return False
+
+
+class StatsRollup(LoopService):
+    """Closed minutes of job history -> the per-minute/per-hour rows the dashboard charts read
+    (queue depth, wait and run time histograms, completed/failed, per-worker counts)."""
+
+    name = "stats-rollup"
+
+    async def run_once(self) -> bool:
+        result = await core.rollup_stats(self.conn, datetime.now(UTC))
+        return result.more

@@ -244,6 +244,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/charts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Charts over 1h/24h/7d: depth, wait and run time p50/p95, completed/failed, per handler and per worker (from per-minute rollups, never a scan of jobs) */
+        get: operations["read_project_charts_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/dead-letters": {
         parameters: {
             query?: never;
@@ -878,6 +895,34 @@ export interface components {
          * @enum {string}
          */
         BackoffStrategy: "fixed" | "linear" | "exponential";
+        /**
+         * ChartWindow
+         * @enum {string}
+         */
+        ChartWindow: "1h" | "24h" | "7d";
+        /** Charts */
+        Charts: {
+            /**
+             * Bucket Minutes
+             * @description minutes per point: 1 (1h), 15 (24h) or 60 (7d)
+             */
+            bucket_minutes: number;
+            /** Handlers */
+            handlers: components["schemas"]["HandlerSeries"][];
+            /**
+             * Queue
+             * @description the selected queues together, one per bucket
+             */
+            queue: components["schemas"]["QueuePoint"][];
+            /**
+             * Start
+             * Format: date-time
+             */
+            start: string;
+            window: components["schemas"]["ChartWindow"];
+            /** Workers */
+            workers: components["schemas"]["WorkerSeries"][];
+        };
         /** CronPreview */
         CronPreview: {
             /** Cron Expression */
@@ -1048,6 +1093,53 @@ export interface components {
          * @enum {string}
          */
         ExecutionStatus: "completed" | "failed" | "timed_out" | "lost" | "released" | "cancelled";
+        /** HandlerPoint */
+        HandlerPoint: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Completed */
+            completed: number;
+            /** Failed */
+            failed: number;
+            /**
+             * Run P50 Ms
+             * @description handler start -> finish
+             */
+            run_p50_ms: number | null;
+            /** Run P95 Ms */
+            run_p95_ms: number | null;
+        };
+        /** HandlerSeries */
+        HandlerSeries: {
+            /**
+             * Completed
+             * @description over the whole window
+             */
+            completed: number;
+            /** Failed */
+            failed: number;
+            /** Handler */
+            handler: string;
+            /** Points */
+            points: components["schemas"]["HandlerPoint"][];
+            /**
+             * Queue Id
+             * Format: uuid
+             */
+            queue_id: string;
+            /** Queue Name */
+            queue_name: string;
+            /**
+             * Run P50 Ms
+             * @description over the whole window
+             */
+            run_p50_ms: number | null;
+            /** Run P95 Ms */
+            run_p95_ms: number | null;
+        };
         /** InvitationPublic */
         InvitationPublic: {
             /**
@@ -1653,6 +1745,33 @@ export interface components {
              */
             waiting: number;
         };
+        /** QueuePoint */
+        QueuePoint: {
+            /**
+             * At
+             * Format: date-time
+             * @description start of the bucket
+             */
+            at: string;
+            /** Completed */
+            completed: number;
+            /**
+             * Depth
+             * @description waiting + scheduled + queued, sampled; null: no sample
+             */
+            depth: number | null;
+            /** Failed */
+            failed: number;
+            /** Running */
+            running: number | null;
+            /**
+             * Wait P50 Ms
+             * @description run_at -> handler start
+             */
+            wait_p50_ms: number | null;
+            /** Wait P95 Ms */
+            wait_p95_ms: number | null;
+        };
         /** QueuePublic */
         QueuePublic: {
             /**
@@ -2147,6 +2266,23 @@ export interface components {
             /** Stopped */
             stopped: number;
         };
+        /** WorkerPoint */
+        WorkerPoint: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Completed */
+            completed: number;
+            /** Failed */
+            failed: number;
+            /**
+             * In Flight
+             * @description this project's jobs leased to it, sampled
+             */
+            in_flight: number | null;
+        };
         /** WorkerPublic */
         WorkerPublic: {
             /** Capacity */
@@ -2207,6 +2343,22 @@ export interface components {
              * Format: uuid
              */
             project_id: string;
+        };
+        /** WorkerSeries */
+        WorkerSeries: {
+            /** Hostname */
+            hostname: string;
+            /** Pid */
+            pid: number;
+            /** Points */
+            points: components["schemas"]["WorkerPoint"][];
+            /** Status */
+            status: string;
+            /**
+             * Worker Id
+             * Format: uuid
+             */
+            worker_id: string;
         };
         /**
          * WorkerStatus
@@ -4048,6 +4200,96 @@ export interface operations {
             };
             /** @description payload_too_large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    read_project_charts_get: {
+        parameters: {
+            query?: {
+                /** @description 1h, 24h or 7d */
+                window?: components["schemas"]["ChartWindow"];
+                /** @description queue name or id */
+                queue?: string | null;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Charts"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
