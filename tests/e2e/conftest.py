@@ -164,6 +164,33 @@ def screenshot(page: Page, name: str, publish: bool = False) -> Path:
     return path
 
 
+AXE_SOURCE = REPO / "web" / "node_modules" / "axe-core" / "axe.min.js"
+#: What the suite refuses; minor and moderate findings are reported by axe but not failed on.
+AXE_FAILING_IMPACTS = ("serious", "critical")
+
+
+def axe_violations(page: Page) -> list[str]:
+    """Run axe-core (from npm: web/node_modules/axe-core) on the page as it is now and return
+    its serious and critical violations, one line each. The source is evaluated through the
+    DevTools protocol rather than a <script> tag, so the dashboard's CSP stays enforced."""
+    if not AXE_SOURCE.exists():
+        raise AssertionError(f"{AXE_SOURCE} is missing: run `make web` (npm ci installs axe-core)")
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.evaluate("() => {" + AXE_SOURCE.read_text() + "\n}")
+    results = page.evaluate(
+        """async () => {
+            const r = await window.axe.run(document, { resultTypes: ["violations"] });
+            return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+                targets: v.nodes.slice(0, 5).map((n) => n.target.join(" ")) }));
+        }"""
+    )
+    return [
+        f"{v['impact']}: {v['id']} ({v['help']}) at {v['targets']}"
+        for v in results
+        if v["impact"] in AXE_FAILING_IMPACTS
+    ]
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     reason = why_not_runnable()
     if reason:

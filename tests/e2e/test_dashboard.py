@@ -15,7 +15,7 @@ import time
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests.e2e.conftest import VIEWER, login, screenshot
+from tests.e2e.conftest import VIEWER, axe_violations, login, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -30,7 +30,7 @@ def test_operator_sees_the_overview_and_the_three_queues(new_page) -> None:
     page: Page = new_page()
     login(page)
     expect(page.get_by_test_id("page-overview")).to_be_visible()
-    expect(page.get_by_test_id("throughput-chart")).to_be_visible()
+    expect(page.get_by_test_id("chart-throughput")).to_be_visible()
     expect(page.get_by_test_id("stat-dlq")).not_to_contain_text("—")
     screenshot(page, "login-overview")
     page.get_by_test_id("nav-queues").click()
@@ -197,7 +197,7 @@ def test_expired_session_returns_to_login_then_to_the_same_page(new_page) -> Non
 def test_expired_access_token_is_refreshed_once_for_concurrent_requests(new_page) -> None:
     page: Page = new_page()
     login(page, path="/")
-    expect(page.get_by_test_id("throughput-chart")).to_be_visible()
+    expect(page.get_by_test_id("chart-throughput")).to_be_visible()
     refreshes: list[str] = []
     rejected: list[str] = []
     page.on(
@@ -238,7 +238,7 @@ def test_two_tabs_share_one_refresh(new_page) -> None:
     # Both reload at once (evaluate does not wait for the navigation).
     first.evaluate("() => setTimeout(() => location.reload(), 0)")
     second.evaluate("() => setTimeout(() => location.reload(), 0)")
-    expect(first.get_by_test_id("throughput-chart")).to_be_visible()
+    expect(first.get_by_test_id("chart-throughput")).to_be_visible()
     expect(second.get_by_test_id("workers-table")).to_be_visible()
     first.wait_for_timeout(2500)
     assert "/login" not in first.url
@@ -293,3 +293,123 @@ def test_killed_worker_turns_red_with_frozen_uptime(new_page, stack) -> None:
     expect(page.get_by_test_id("stat-workers")).to_be_visible()
     page.wait_for_timeout(2500)
     screenshot(page, "overview", publish=True)
+
+
+def test_overview_charts_from_the_rollups_in_every_window_and_theme(new_page) -> None:
+    """The demo's last hour of history, rolled up by the scheduler, drawn over 1 h, 24 h, 7 d;
+    readable in light and dark (axe checks the contrast of both)."""
+    page: Page = new_page()
+    login(page)
+    charts = page.get_by_test_id("charts")
+    expect(charts).to_be_visible()
+    throughput = page.get_by_test_id("chart-throughput")
+    # The first scheduler run back-fills the rollups; the panel polls every 30 s, so reload.
+    deadline = time.monotonic() + 45
+    while "no data in this window" in throughput.inner_text() and time.monotonic() < deadline:
+        page.wait_for_timeout(2000)
+        page.reload()
+        throughput = page.get_by_test_id("chart-throughput")
+    expect(throughput).not_to_contain_text("no data in this window")
+    expect(throughput.locator("svg .recharts-bar-rectangle").first).to_be_attached()
+    for chart in ("chart-wait", "chart-run"):
+        expect(page.get_by_test_id(chart).locator("svg .recharts-line").first).to_be_attached()
+    screenshot(page, "overview-charts", publish=True)
+    for window in ("24h", "7d"):
+        page.get_by_test_id(f"charts-window-{window}").click()
+        expect(page.get_by_test_id(f"charts-window-{window}")).to_have_attribute(
+            "aria-checked", "true"
+        )
+        expect(page.get_by_test_id("chart-throughput")).not_to_contain_text(
+            "no data in this window"
+        )
+    page.get_by_test_id("charts-queue").select_option("reports")
+    expect(page.get_by_test_id("chart-run")).to_contain_text("report.generate")
+    expect(page.get_by_test_id("chart-run")).not_to_contain_text("email.send")
+    assert axe_violations(page) == []
+    page.get_by_test_id("theme-select").select_option("dark")
+    expect(page.locator("html")).to_have_class(re.compile(r"\bdark\b"))
+    screenshot(page, "overview-charts-dark")
+    assert axe_violations(page) == []
+
+
+def test_every_screen_passes_axe_and_works_from_the_keyboard(new_page) -> None:
+    """axe-core on every screen and the main dialogs: zero serious or critical violations;
+    the focus is visible, tables and dialogs work without a mouse."""
+    page: Page = new_page()
+    page.goto("/login")
+    page.get_by_test_id("login-form").wait_for()
+    problems = {"/login": axe_violations(page)}
+    login(page)
+    job_id = page.evaluate(
+        """async () => {
+            const { access_token } = JSON.parse(localStorage.getItem("codity.session"));
+            const headers = { Authorization: `Bearer ${access_token}` };
+            const me = await (await fetch("/api/v1/auth/me", { headers })).json();
+            const jobs = await (await fetch(`/api/v1/projects/${me.projects[0].id}/jobs?limit=1`, { headers })).json();
+            return jobs.items[0].id;
+        }"""
+    )
+    screens = {
+        "/": "page-overview",
+        "/queues": "queues-table",
+        "/jobs": "jobs-table",
+        f"/jobs/{job_id}": "job-timeline",
+        "/workers": "workers-table",
+        "/schedules": "schedules-table",
+        "/dead-letters": "dead-letters-table",
+        "/settings": "settings-projects",
+    }
+    for path, ready in screens.items():
+        page.goto(path)
+        expect(page.get_by_test_id(ready)).to_be_visible()
+        problems[path] = axe_violations(page)
+    page.goto("/jobs")
+    page.get_by_test_id("enqueue-open").click()
+    expect(page.get_by_test_id("enqueue-dialog")).to_be_visible()
+    problems["enqueue dialog"] = axe_violations(page)
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("enqueue-dialog")).not_to_be_visible()
+    page.goto("/queues")
+    page.get_by_test_id("edit-emails").click()
+    problems["queue dialog"] = axe_violations(page)
+    page.keyboard.press("Escape")
+    failing = {k: v for k, v in problems.items() if v}
+    assert failing == {}, "\n".join(f"{k}: {line}" for k, v in failing.items() for line in v)
+
+    # Keyboard: Tab reaches the navigation with a visible focus ring, Enter follows the link.
+    page.goto("/")
+    expect(page.get_by_test_id("page-overview")).to_be_visible()
+    page.keyboard.press("Tab")
+    for _ in range(12):
+        focused = page.evaluate("() => document.activeElement?.dataset?.testid ?? ''")
+        if focused == "nav-jobs":
+            break
+        page.keyboard.press("Tab")
+    assert focused == "nav-jobs"
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("page-jobs")).to_be_visible()
+    # Tables: rows take the focus with the arrow keys and Enter opens the row.
+    first = page.get_by_test_id(re.compile(r"^job-row-")).first
+    first.focus()
+    page.keyboard.press("ArrowDown")
+    second_id = page.evaluate("() => document.activeElement?.dataset?.testid ?? ''")
+    assert second_id.startswith("job-row-")
+    assert second_id != first.get_attribute("data-testid")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("page-job-detail")).to_be_visible()
+    expect(page).to_have_url(re.compile(rf"/jobs/{second_id.rsplit('-', 1)[1]}$"))
+    # Dialogs: opened from the keyboard, focus inside, Escape closes and focus comes back.
+    page.goto("/jobs")
+    opener = page.get_by_test_id("enqueue-open")
+    opener.focus()
+    page.keyboard.press("Enter")
+    dialog = page.get_by_test_id("enqueue-dialog")
+    expect(dialog).to_be_visible()
+    assert page.evaluate(
+        "() => document.querySelector('[data-testid=enqueue-dialog]').contains(document.activeElement)"
+    )
+    page.keyboard.press("Escape")
+    expect(dialog).not_to_be_visible()
+    assert page.evaluate("() => document.activeElement?.dataset?.testid") == "enqueue-open"

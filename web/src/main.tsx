@@ -6,7 +6,10 @@ import { createRoot } from "react-dom/client";
 import { ApiError } from "./api/errors";
 import { setSessionExpiredHandler } from "./api/session";
 import "./index.css";
+import { applyTheme, loadTheme } from "./lib/theme";
 import { router } from "./router";
+
+applyTheme(loadTheme());
 
 const queryClient = new QueryClient({
   queryCache: new QueryCache(),

@@ -36,3 +36,8 @@ export const JOB_STATUSES = [
   "cancelled",
 ] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
+export type Charts = S["Charts"];
+export type ChartWindow = S["ChartWindow"];
+export type QueuePoint = S["QueuePoint"];
+export type HandlerSeries = S["HandlerSeries"];
+export type WorkerSeries = S["WorkerSeries"];

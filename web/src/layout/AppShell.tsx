@@ -4,6 +4,7 @@ import { Link, Outlet, useNavigate } from "@tanstack/react-router";
 import { api } from "../api/client";
 import { clearTokens, loadTokens } from "../api/session";
 import { SessionProvider, useSession } from "../lib/session";
+import { loadTheme, saveTheme, type Theme } from "../lib/theme";
 import { viewerTimeZone } from "../lib/time";
 import { Badge } from "../ui/Badge";
 import { Button } from "../ui/Button";
@@ -86,7 +87,8 @@ function Frame() {
             </select>
           </label>
           <div className="flex items-center gap-3 text-sm">
-            <span className="hidden text-xs text-slate-400 md:inline" title="Times are shown in your time zone">
+            <ThemeSwitch />
+            <span className="hidden text-xs text-slate-500 md:inline" title="Times are shown in your time zone">
               {viewerTimeZone}
             </span>
             <span className="hidden text-slate-600 sm:inline" data-testid="current-user">
@@ -105,5 +107,21 @@ function Frame() {
         </main>
       </div>
     </div>
+  );
+}
+
+function ThemeSwitch() {
+  return (
+    <select
+      aria-label="Theme"
+      data-testid="theme-select"
+      defaultValue={loadTheme()}
+      onChange={(e) => saveTheme(e.target.value as Theme)}
+      className="rounded-md border-0 bg-white py-1 pr-7 pl-2 text-xs text-slate-700 ring-1 ring-slate-300"
+    >
+      <option value="system">System theme</option>
+      <option value="light">Light</option>
+      <option value="dark">Dark</option>
+    </select>
   );
 }

@@ -215,6 +215,7 @@ export function DeadLettersPage() {
       <Card padded={false}>
         <DataTable
           testId="dead-letters-table"
+          label="Dead letters"
           columns={columns}
           data={page?.items}
           getRowId={(d) => d.id}

@@ -146,7 +146,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
             <Json value={j.payload} />
             <div className="mt-4 mb-1 text-xs font-medium text-slate-500">Result</div>
             {j.result == null ? (
-              <div className="text-sm text-slate-400">{j.finished_at ? "none" : "none yet"}</div>
+              <div className="text-sm text-slate-500">{j.finished_at ? "none" : "none yet"}</div>
             ) : (
               <Json value={j.result} testId="job-result" />
             )}
@@ -170,10 +170,10 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
           {j.logs.length === 0 ? (
             <EmptyState title="No log lines" hint="Handlers write log lines with their job context." />
           ) : (
-            <div className="max-h-80 overflow-auto font-mono text-xs">
+            <div className="max-h-80 overflow-auto font-mono text-xs" tabIndex={0} role="log" aria-label="Log lines">
               {j.logs.map((l) => (
                 <div key={l.id} className="flex gap-3 border-b border-slate-50 px-4 py-1.5">
-                  <span className="shrink-0 text-slate-400 tabular-nums">{formatDateTime(l.created_at)}</span>
+                  <span className="shrink-0 text-slate-500 tabular-nums">{formatDateTime(l.created_at)}</span>
                   <span
                     className={
                       l.level === "error"
@@ -185,7 +185,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
                   >
                     {l.level}
                   </span>
-                  <span className="shrink-0 text-slate-400">#{l.execution_seq}</span>
+                  <span className="shrink-0 text-slate-500">#{l.execution_seq}</span>
                   <span className="text-slate-800">{l.message}</span>
                 </div>
               ))}
@@ -230,7 +230,7 @@ function Time({ value, now }: { value: string | null; now: number }) {
   if (!value) return <>—</>;
   return (
     <span title={formatDateTime(value)}>
-      {formatDateTime(value)} <span className="text-slate-400">({formatRelative(value, now)})</span>
+      {formatDateTime(value)} <span className="text-slate-500">({formatRelative(value, now)})</span>
     </span>
   );
 }
@@ -239,6 +239,7 @@ function Json({ value, testId }: { value: unknown; testId?: string }) {
   return (
     <pre
       data-testid={testId}
+      tabIndex={0} // it may scroll: keyboard users must be able to reach and scroll it
       className="max-h-64 overflow-auto rounded-md bg-slate-50 p-3 font-mono text-xs text-slate-800 ring-1 ring-slate-100"
     >
       {JSON.stringify(value, null, 2)}

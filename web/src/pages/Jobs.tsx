@@ -218,6 +218,8 @@ export function JobsPage({ search }: { search: JobSearch }) {
       <Card padded={false}>
         <DataTable
           testId="jobs-table"
+          label="Jobs"
+          onRowActivate={(j) => void navigate({ to: "/jobs/$jobId", params: { jobId: String(j.id) } })}
           columns={columns}
           data={rows}
           getRowId={(j) => String(j.id)}

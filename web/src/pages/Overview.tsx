@@ -13,7 +13,7 @@ import { PageHeader } from "../ui/PageHeader";
 import { EmptyState, ErrorState, Skeleton } from "../ui/States";
 import { DataTable } from "../ui/Table";
 import { backlog } from "./Queues";
-import { ThroughputChart } from "../ui/ThroughputChart";
+import { ChartsPanel } from "./ChartsPanel";
 
 export function OverviewPage() {
   const projectId = useProjectId();
@@ -56,7 +56,7 @@ export function OverviewPage() {
                 <span>
                   <span className="text-emerald-600">{data.workers.active + data.workers.draining}</span>
                   <span className="text-slate-300"> / </span>
-                  <span className={data.workers.dead > 0 ? "text-rose-600" : "text-slate-400"}>
+                  <span className={data.workers.dead > 0 ? "text-rose-600" : "text-slate-500"}>
                     {data.workers.dead}
                   </span>
                 </span>
@@ -70,10 +70,8 @@ export function OverviewPage() {
               testId="stat-dlq"
             />
           </div>
+          <OverviewCharts />
           <div className="grid gap-4 lg:grid-cols-3">
-            <Card title="Throughput per minute" className="lg:col-span-2">
-              <ThroughputChart buckets={data.throughput} />
-            </Card>
             <Card title="Health" testId="health">
               <dl className="space-y-3 text-sm">
                 <HealthRow
@@ -102,17 +100,27 @@ export function OverviewPage() {
                 <HealthRow label="Queues" ok text={`${data.queues} (${data.paused_queues} paused)`} />
               </dl>
             </Card>
-          </div>
-          <div className="grid gap-4 lg:grid-cols-2">
-            <Card title="Jobs by status" testId="depth-by-status">
+            <Card title="Jobs by status" testId="depth-by-status" className="lg:col-span-2">
               <DepthBars depth={data.totals} />
             </Card>
-            <QueuesSummary />
           </div>
+          <QueuesSummary />
         </div>
       )}
     </div>
   );
+}
+
+function OverviewCharts() {
+  const projectId = useProjectId();
+  const queues = useLive(["queues", projectId], () =>
+    unwrap(
+      api.GET("/api/v1/projects/{project_id}/queues", {
+        params: { path: { project_id: projectId }, query: { limit: 200 } },
+      }),
+    ),
+  );
+  return <ChartsPanel queues={queues.data?.items.map((q) => q.name) ?? []} />;
 }
 
 /** Each queue's backlog and activity, linking to its jobs. */
@@ -131,6 +139,7 @@ function QueuesSummary() {
         columns={queueColumns}
         data={queues.data?.items}
         getRowId={(q) => q.id}
+        label="Queues"
         loading={queues.isLoading}
         error={queues.error}
         onRetry={() => void queues.refetch()}

@@ -1,5 +1,5 @@
 import { createColumnHelper } from "@tanstack/react-table";
-import { Link } from "@tanstack/react-router";
+import { Link, useNavigate } from "@tanstack/react-router";
 import { type FormEvent, useState } from "react";
 
 import { api, unwrap } from "../api/client";
@@ -27,6 +27,7 @@ export const backlog = (q: QueuePublic) => q.depth.waiting + q.depth.scheduled +
 export function QueuesPage() {
   const projectId = useProjectId();
   const { can } = useSession();
+  const navigate = useNavigate();
   const path = { project_id: projectId };
   const queues = useLive(["queues", projectId], () =>
     unwrap(api.GET("/api/v1/projects/{project_id}/queues", { params: { path, query: { limit: 200 } } })),
@@ -90,7 +91,7 @@ export function QueuesPage() {
     col.accessor("concurrency_limit", {
       header: "Limit",
       meta: { numeric: true, hideOnMobile: true },
-      cell: (c) => (c.getValue() == null ? <span className="text-slate-400">none</span> : formatNumber(c.getValue())),
+      cell: (c) => (c.getValue() == null ? <span className="text-slate-500">none</span> : formatNumber(c.getValue())),
     }),
     col.accessor("retry_policy", {
       header: "Retry policy",
@@ -100,12 +101,12 @@ export function QueuesPage() {
         return p ? (
           <span title={`${p.strategy}, up to ${p.max_attempts} attempts`}>
             {p.name}{" "}
-            <span className="text-slate-400">
+            <span className="text-slate-500">
               · {p.strategy} ×{p.max_attempts}
             </span>
           </span>
         ) : (
-          <span className="text-slate-400">default ×{c.row.original.default_max_attempts}</span>
+          <span className="text-slate-500">default ×{c.row.original.default_max_attempts}</span>
         );
       },
     }),
@@ -162,6 +163,8 @@ export function QueuesPage() {
       <Card padded={false}>
         <DataTable
           testId="queues-table"
+          label="Queues"
+          onRowActivate={(q) => void navigate({ to: "/jobs", search: { queue: q.name } })}
           columns={columns}
           data={queues.data?.items}
           getRowId={(q) => q.id}

@@ -84,7 +84,7 @@ export function SchedulesPage() {
           onClick={() => setShowing(c.row.original)}
         >
           <div className="font-medium text-slate-900 hover:text-indigo-600">{c.getValue()}</div>
-          <div className="text-xs text-slate-400">
+          <div className="text-xs text-slate-500">
             {c.row.original.handler} → {c.row.original.queue_name}
           </div>
         </button>
@@ -102,7 +102,7 @@ export function SchedulesPage() {
           {c.row.original.enabled ? (
             formatRelative(c.getValue(), now)
           ) : (
-            <span className="text-slate-400">disabled</span>
+            <span className="text-slate-500">disabled</span>
           )}
         </span>
       ),
@@ -189,6 +189,8 @@ export function SchedulesPage() {
       <Card padded={false}>
         <DataTable
           testId="schedules-table"
+          label="Schedules"
+          onRowActivate={(s) => setShowing(s)}
           columns={columns}
           data={schedules.data?.items}
           getRowId={(s) => s.id}
@@ -255,7 +257,7 @@ function UpcomingDialog({ schedule, onClose }: { schedule: SchedulePublic; onClo
         <ol className="space-y-0.5 text-sm text-slate-700 tabular-nums" data-testid="schedule-next-times">
           {upcoming.data.next_fire_times.map((t) => (
             <li key={t}>
-              {formatDateTime(t)} <span className="text-slate-400">({formatRelative(t)})</span>
+              {formatDateTime(t)} <span className="text-slate-500">({formatRelative(t)})</span>
             </li>
           ))}
         </ol>
@@ -448,12 +450,12 @@ function ScheduleDialog({ schedule, onClose }: { schedule: SchedulePublic | null
             <ul className="space-y-0.5 text-slate-700 tabular-nums">
               {preview.data.next_fire_times.map((t) => (
                 <li key={t}>
-                  {formatDateTime(t)} <span className="text-slate-400">({formatRelative(t)})</span>
+                  {formatDateTime(t)} <span className="text-slate-500">({formatRelative(t)})</span>
                 </li>
               ))}
             </ul>
           ) : (
-            <div className="text-slate-400">
+            <div className="text-slate-500">
               {preview.isFetching ? "checking…" : cronError ? "fix the expression to see its fire times" : "—"}
             </div>
           )}

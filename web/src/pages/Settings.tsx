@@ -259,7 +259,7 @@ function MembersCard() {
       cell: (c) => (
         <div>
           <div className="font-medium text-slate-900">{c.row.original.name ?? c.getValue()}</div>
-          <div className="text-xs text-slate-400">{c.getValue()}</div>
+          <div className="text-xs text-slate-500">{c.getValue()}</div>
         </div>
       ),
     }),

@@ -35,9 +35,9 @@ export function WorkersPage() {
         <div>
           <div className="font-medium text-slate-900">
             {c.row.original.hostname}
-            <span className="text-slate-400">:{c.row.original.pid}</span>
+            <span className="text-slate-500">:{c.row.original.pid}</span>
           </div>
-          <div className="text-xs text-slate-400">
+          <div className="text-xs text-slate-500">
             {c.row.original.queues.map((q) => q.name).join(", ") || "no queues"}
           </div>
         </div>
@@ -105,6 +105,7 @@ export function WorkersPage() {
       <Card padded={false}>
         <DataTable
           testId="workers-table"
+          label="Workers"
           columns={columns}
           data={items}
           getRowId={(w) => w.id}

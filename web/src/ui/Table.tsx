@@ -7,7 +7,7 @@ import {
   type OnChangeFn,
   useReactTable,
 } from "@tanstack/react-table";
-import type { ReactNode } from "react";
+import { type KeyboardEvent, type ReactNode, useState } from "react";
 
 import { cx } from "./cx";
 import { ErrorState, SkeletonRows } from "./States";
@@ -34,6 +34,8 @@ export function DataTable<T>({
   rowSelection,
   onRowSelectionChange,
   testId,
+  onRowActivate,
+  label,
 }: {
   columns: ColumnDef<T, any>[];
   data: T[] | undefined;
@@ -46,7 +48,12 @@ export function DataTable<T>({
   rowSelection?: RowSelectionState;
   onRowSelectionChange?: OnChangeFn<RowSelectionState>;
   testId?: string;
+  /** Makes rows keyboard-navigable: arrows move between rows, Enter activates the row. */
+  onRowActivate?: (row: T) => void;
+  /** What the table holds, for screen readers. */
+  label?: string;
 }) {
+  const [active, setActive] = useState(0);
   const table = useReactTable({
     data: data ?? [],
     columns,
@@ -59,9 +66,32 @@ export function DataTable<T>({
   if (error && !data) return <ErrorState error={error} onRetry={onRetry} />;
   if (loading && !data) return <SkeletonRows />;
   if (data && data.length === 0) return <>{empty}</>;
+  const rows = table.getRowModel().rows;
+  const current = Math.min(active, Math.max(0, rows.length - 1));
+
+  // Roving focus: one row is in the Tab order; the arrow keys, Home and End move between rows.
+  function onKeyDown(event: KeyboardEvent<HTMLTableRowElement>, index: number, original: T) {
+    if (event.target !== event.currentTarget) return; // a control inside the row has the key
+    const go = (next: number) => {
+      event.preventDefault();
+      const bounded = Math.max(0, Math.min(rows.length - 1, next));
+      setActive(bounded);
+      const body = event.currentTarget.parentElement;
+      (body?.children[bounded] as HTMLElement | undefined)?.focus();
+    };
+    if (event.key === "ArrowDown") go(index + 1);
+    else if (event.key === "ArrowUp") go(index - 1);
+    else if (event.key === "Home") go(0);
+    else if (event.key === "End") go(rows.length - 1);
+    else if (event.key === "Enter" && onRowActivate) {
+      event.preventDefault();
+      onRowActivate(original);
+    }
+  }
+
   return (
     <div className="overflow-x-auto">
-      <table data-testid={testId} className="min-w-full divide-y divide-slate-200 text-sm">
+      <table data-testid={testId} aria-label={label} className="min-w-full divide-y divide-slate-200 text-sm">
         <thead className="bg-slate-50/80">
           {table.getHeaderGroups().map((group) => (
             <tr key={group.id}>
@@ -85,8 +115,15 @@ export function DataTable<T>({
           ))}
         </thead>
         <tbody className="divide-y divide-slate-100 bg-white">
-          {table.getRowModel().rows.map((row) => (
-            <tr key={row.id} data-testid={rowTestId?.(row.original)} className="hover:bg-slate-50/60">
+          {rows.map((row, index) => (
+            <tr
+              key={row.id}
+              data-testid={rowTestId?.(row.original)}
+              tabIndex={onRowActivate ? (index === current ? 0 : -1) : undefined}
+              onKeyDown={onRowActivate ? (e) => onKeyDown(e, index, row.original) : undefined}
+              onFocus={onRowActivate ? () => setActive(index) : undefined}
+              className="hover:bg-slate-50/60 focus-visible:bg-indigo-50/60 focus-visible:outline-offset-[-2px]"
+            >
               {row.getVisibleCells().map((cell) => {
                 const meta = cell.column.columnDef.meta;
                 return (

@@ -17,7 +17,7 @@ export function ThroughputChart({ buckets }: { buckets: ThroughputBucket[] }) {
   return (
     <figure data-testid="throughput-chart" aria-label={`Last hour: ${totalCompleted} completed, ${totalFailed} failed`}>
       <div className="flex gap-2">
-        <div className="flex h-40 flex-col justify-between text-right text-[10px] text-slate-400 tabular-nums">
+        <div className="flex h-40 flex-col justify-between text-right text-[10px] text-slate-500 tabular-nums">
           {[...ticks].reverse().map((t) => (
             <span key={t} className="leading-none">
               {t}
@@ -51,7 +51,7 @@ export function ThroughputChart({ buckets }: { buckets: ThroughputBucket[] }) {
           })}
         </svg>
       </div>
-      <div className="mt-1 ml-6 flex justify-between text-[10px] text-slate-400 tabular-nums">
+      <div className="mt-1 ml-6 flex justify-between text-[10px] text-slate-500 tabular-nums">
         {buckets
           .filter((_, i) => i % labelEvery === 0)
           .map((b) => (
