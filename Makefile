@@ -14,7 +14,7 @@ setup: $(SYNCED)
 $(SYNCED): pyproject.toml uv.lock
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(VENV)/bin/uv --version 2>/dev/null | grep -q $(UV_VERSION) || $(VENV)/bin/pip install -q uv==$(UV_VERSION)
-	$(VENV)/bin/uv sync --frozen --inexact
+	$(VENV)/bin/uv sync --frozen --inexact --all-extras
 	@touch $@
 
 demo: setup web

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from codity import core
 from codity.cli._common import console, database_url, fail, friendly_errors, run
 from codity.db.pool import connect
 from codity.domain.errors import NotFoundError, QueueNotFoundError, ValidationError
 
-#: Jobs per enqueue_many round trip.
-CHUNK = 1000
 #: Up to this many jobs the ids are printed one per line; above it, a summary.
 PRINT_IDS_UP_TO = 20
-#: From this many jobs on, a progress bar is shown.
-PROGRESS_FROM = 2 * CHUNK
+#: From this many jobs on, a progress bar is shown (on a terminal: rich hides it otherwise).
+PROGRESS_FROM = 2 * core.INSERT_CHUNK
 
 # Read-only lookups the CLI needs to turn names into ids (no job state is touched here).
 _PROJECTS_BY_SLUG = """
@@ -58,34 +65,43 @@ async def find_project(conn: Any, queue: str, project: str | None) -> UUID:
     )
 
 
+@dataclass(frozen=True)
+class Enqueued:
+    ids: list[int]
+    seconds: float
+
+    @property
+    def jobs_per_s(self) -> float:
+        return len(self.ids) / self.seconds if self.seconds > 0 else float("inf")
+
+
 async def enqueue_jobs(
     url: str, queue: str, project: str | None, job: core.NewJob, count: int
-) -> list[int]:
+) -> Enqueued:
     conn = await connect(url, application_name="codity-cli")
     try:
         project_id = await find_project(conn, queue, project)
         info = await core.resolve_queue(conn, project_id, queue)
-        ids: list[int] = []
         progress = Progress(
             TextColumn("enqueueing"),
             BarColumn(),
             MofNCompleteColumn(),
+            TaskProgressColumn(),
             TimeElapsedColumn(),
             console=console,
             disable=count < PROGRESS_FROM,
             transient=True,
         )
-        # One transaction: all COUNT jobs or none (an error in chunk 7 leaves nothing behind),
-        # and workers are notified once, at commit.
+        # One call: all COUNT jobs or none (enqueue_many runs its chunks in one transaction, so
+        # an error in chunk 7 leaves nothing behind), and workers are notified once, at commit.
         with progress:
             task = progress.add_task("enqueue", total=count)
-            async with conn.transaction():
-                for start in range(0, count, CHUNK):
-                    size = min(CHUNK, count - start)
-                    enqueued = await core.enqueue_many(conn, info.id, [job] * size)
-                    ids.extend(e.id for e in enqueued)
-                    progress.advance(task, size)
-        return ids
+            started = time.perf_counter()
+            enqueued = await core.enqueue_many(
+                conn, info.id, [job] * count, progress=lambda n: progress.advance(task, n)
+            )
+            seconds = time.perf_counter() - started
+        return Enqueued([e.id for e in enqueued], seconds)
     finally:
         await conn.close()
 
@@ -111,11 +127,14 @@ def enqueue_command(
         fail(f"--payload is not valid JSON: {exc}")
     job = core.NewJob(handler=handler, payload=data, priority=priority, delay_s=delay)
     with database_url() as url:
-        ids = run(enqueue_jobs(url, queue, project, job, count))
+        done = run(enqueue_jobs(url, queue, project, job, count))
+    ids = done.ids
     if len(ids) <= PRINT_IDS_UP_TO:
         for job_id in ids:
             console.print(job_id, highlight=False)
     else:
         console.print(
-            f"enqueued {len(ids)} jobs on {queue} (ids {min(ids)}..{max(ids)})", highlight=False
+            f"enqueued {len(ids)} jobs on {queue} (ids {min(ids)}..{max(ids)}) "
+            f"in {done.seconds:.2f} s ({done.jobs_per_s:,.0f} jobs/s)",
+            highlight=False,
         )

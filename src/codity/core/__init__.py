@@ -1,7 +1,8 @@
 """codity.core: every change of a job's state goes through here.
 
 The worker, the scheduler and the API call these functions; they never write job-state SQL of
-their own. Each takes `conn`, an asyncpg Connection or Pool. The hot-path SQL lives in
+their own. Each takes `conn`, an asyncpg Connection or Pool;
+enqueue also takes psycopg 3 and SQLAlchemy connections (see `core/drivers.py`). The hot-path SQL lives in
 `codity/db/sql/*.sql`; `docs/CONCURRENCY.md` explains the protocol and names the test that
 proves each guarantee.
 """
@@ -13,11 +14,15 @@ from codity.core.connection import Conn, transaction
 from codity.core.cron import materialise_cron, occurrence_key
 from codity.core.dlq import discard_dead_letters, replay_dead_letters, replay_queue_dead_letters
 from codity.core.enqueue import (
+    INSERT_CHUNK,
     NOTIFY_CHANNEL,
     EnqueuedJob,
     NewJob,
+    QueueRef,
     enqueue,
     enqueue_many,
+    enqueue_many_sync,
+    enqueue_sync,
     notify_queues,
 )
 from codity.core.fence import BatchResult, Fence
@@ -49,6 +54,7 @@ from codity.core.stats import RollupResult, rollup_stats
 from codity.core.workers import register_worker, set_worker_status
 
 __all__ = [
+    "INSERT_CHUNK",
     "NOTIFY_CHANNEL",
     "BatchResult",
     "ClaimedJob",
@@ -62,6 +68,7 @@ __all__ = [
     "NewJob",
     "PruneResult",
     "QueueInfo",
+    "QueueRef",
     "RollupResult",
     "append_logs",
     "cancel_job",
@@ -70,6 +77,8 @@ __all__ = [
     "discard_dead_letters",
     "enqueue",
     "enqueue_many",
+    "enqueue_many_sync",
+    "enqueue_sync",
     "fail",
     "heartbeat",
     "mark_running",

@@ -1,21 +1,39 @@
 """Enqueue: single and bulk, immediate or delayed, idempotent, with dependencies.
 
-Bulk enqueue is one INSERT fed by arrays (unnest), so thousands of jobs cost one round trip.
-`enqueue` runs on the caller's connection: called inside the caller's open transaction it
-becomes part of it (the job exists if and only if the caller's own writes commit), and the
+The logic is written once, as a *plan* (`_plan`): a generator that yields named statements and
+receives their rows. `core/drivers.py` runs it on whatever connection the caller holds —
+asyncpg, psycopg 3 (async or sync), or an SQLAlchemy session — so validation, defaults,
+idempotency and dependencies behave identically on every driver, and the SQL is the same text.
+
+Everything runs on the caller's connection: called inside the caller's open transaction the
+jobs become part of it (they exist if and only if the caller's own writes commit), and the
 NOTIFY that wakes idle workers is delivered at that commit, not before.
+
+Speed (docs/DESIGN_DECISIONS.md, "Bulk enqueue"): jobs are validated and their payloads
+JSON-encoded once, in one pass; every INSERT_CHUNK jobs go to the server as one `unnest`
+INSERT whose reply is a single row of arrays; a bulk enqueue split into several statements
+runs in one transaction (all or nothing) and asks for one NOTIFY, in its last statement.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
-from codity.core.connection import Conn, transaction
+from codity.core.drivers import (
+    RECEIVE,
+    Plan,
+    Query,
+    Row,
+    Send,
+    async_driver,
+    run_async,
+    run_sync,
+    sync_driver,
+)
 from codity.core.queues import QueueInfo
 from codity.core.validation import (
     MAX_ATTEMPTS_LIMIT,
@@ -24,7 +42,7 @@ from codity.core.validation import (
     check_positive,
     check_priority,
     check_when,
-    payload_size,
+    encode_payload,
 )
 from codity.db.queries import sql
 from codity.domain.errors import QueueNotFoundError, ValidationError
@@ -33,6 +51,14 @@ from codity.domain.states import JobStatus
 #: LISTEN on this channel to be woken when a queue gets claimable jobs; the payload is the
 #: queue id as text.
 NOTIFY_CHANNEL: Final = "codity_jobs"
+
+#: Jobs per INSERT statement. Larger chunks cut round trips but not server work; 5,000 keeps
+#: one statement's arrays (and the server's memory for them) small. See DESIGN_DECISIONS.md.
+INSERT_CHUNK: Final = 5000
+
+
+#: Called with the number of jobs just written, chunk by chunk.
+Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -48,6 +74,17 @@ class NewJob:
     timeout_ms: int | None = None
     max_attempts: int | None = None
     retry_policy_id: UUID | None = None
+    # Flow control (concurrency_key, unique_for_s / unique_key / unique_states) goes here, with
+    # its column in `_Columns` and `insert_jobs`: every driver and every caller then has it.
+
+
+@dataclass(frozen=True)
+class QueueRef:
+    """A queue named within a project (id, slug or "org/project"); project None = the only
+    queue of that name in the database (ambiguity is refused)."""
+
+    name: str
+    project: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,30 +100,44 @@ class _QueueDefaults:
     policy_max_attempts: int | None
 
 
-@dataclass(frozen=True)
-class _Row:
-    """One validated job, as the columns insert_jobs takes."""
+@dataclass
+class _Columns:
+    """Validated jobs as the column arrays `insert_jobs` takes, built in one pass."""
 
-    handler: str
-    payload: Any
-    priority: int
-    run_at: datetime | None
-    delay_ms: float | None
-    idempotency_key: str | None
-    batch_id: UUID | None
-    timeout_ms: int | None
-    max_attempts: int
-    retry_policy_id: UUID | None
-    pending: int
-    schedule_id: UUID | None
-    depends_on: tuple[int, ...]
+    handler: list[str] = field(default_factory=list)
+    payload: list[str] = field(default_factory=list)  # JSON text, encoded once
+    priority: list[int] = field(default_factory=list)
+    run_at: list[datetime | None] = field(default_factory=list)
+    delay_ms: list[float | None] = field(default_factory=list)
+    idempotency_key: list[str | None] = field(default_factory=list)
+    batch_id: list[UUID | None] = field(default_factory=list)
+    timeout_ms: list[int | None] = field(default_factory=list)
+    max_attempts: list[int] = field(default_factory=list)
+    retry_policy_id: list[UUID | None] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)
+    schedule_id: list[UUID | None] = field(default_factory=list)
+    depends_on: list[tuple[int, ...]] = field(default_factory=list)
 
+    def insert_args(self, queue_id: UUID, *, notify: bool) -> tuple[Any, ...]:
+        return (
+            queue_id,
+            self.handler,
+            self.payload,
+            self.priority,
+            self.run_at,
+            self.delay_ms,
+            self.idempotency_key,
+            self.batch_id,
+            self.timeout_ms,
+            self.max_attempts,
+            self.retry_policy_id,
+            self.pending,
+            self.schedule_id,
+            notify,
+        )
 
-async def _queue_defaults(conn: Conn, queue_id: UUID) -> _QueueDefaults:
-    row = await conn.fetchrow(sql("queue_for_enqueue"), queue_id)
-    if row is None:
-        raise QueueNotFoundError(f"no queue with id {queue_id}", details={"queue": str(queue_id)})
-    return _QueueDefaults(QueueInfo.from_row(row), row["policy_max_attempts"])
+    def chunk(self, start: int, stop: int) -> _Columns:
+        return _Columns(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
 
 
 def _check_depends_on(depends_on: Sequence[int]) -> tuple[int, ...]:
@@ -98,11 +149,81 @@ def _check_depends_on(depends_on: Sequence[int]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-async def _policy_attempts(conn: Conn, project_id: UUID, jobs: Sequence[NewJob]) -> dict[UUID, int]:
+def _check_shape(jobs: Sequence[NewJob]) -> None:
+    for job in jobs:
+        if not isinstance(job, NewJob):
+            raise ValidationError("each job must be a NewJob")
+
+
+def _prepare(
+    jobs: Sequence[NewJob],
+    q: _QueueDefaults,
+    policies: dict[UUID, int],
+    schedule_ids: Sequence[UUID | None] | None,
+) -> _Columns:
+    cols = _Columns()
+    queue_attempts = (
+        q.policy_max_attempts if q.policy_max_attempts is not None else q.info.default_max_attempts
+    )
+    queue_timeout = q.info.default_timeout_ms
+    # The CLI and benchmarks enqueue one payload object many times: encode it once.
+    last_payload: Any = object()
+    last_text = ""
+    for i, job in enumerate(jobs):
+        if job.payload is not last_payload:
+            last_text = encode_payload(job.payload)
+            last_payload = job.payload
+        run_at, delay_ms = (
+            (None, None)
+            if job.run_at is None and job.delay_s is None
+            else check_when(job.run_at, job.delay_s)
+        )
+        max_attempts = check_positive("max_attempts", job.max_attempts, upper=MAX_ATTEMPTS_LIMIT)
+        if max_attempts is None:
+            max_attempts = (
+                policies[job.retry_policy_id] if job.retry_policy_id is not None else queue_attempts
+            )
+        timeout_ms = check_positive("timeout_ms", job.timeout_ms, upper=2**31 - 1)
+        cols.handler.append(check_handler(job.handler))
+        cols.payload.append(last_text)
+        cols.priority.append(check_priority(job.priority))
+        cols.run_at.append(run_at)
+        cols.delay_ms.append(delay_ms)
+        cols.idempotency_key.append(check_idempotency_key(job.idempotency_key))
+        cols.batch_id.append(job.batch_id)
+        cols.timeout_ms.append(timeout_ms if timeout_ms is not None else queue_timeout)
+        cols.max_attempts.append(max_attempts)
+        cols.retry_policy_id.append(job.retry_policy_id)
+        cols.pending.append(0)
+        cols.schedule_id.append(schedule_ids[i] if schedule_ids is not None else None)
+        cols.depends_on.append(_check_depends_on(job.depends_on) if job.depends_on else ())
+    return cols
+
+
+def _queue_plan(queue: UUID | QueueRef) -> Plan[_QueueDefaults]:
+    if isinstance(queue, QueueRef):
+        rows = yield Query("queue_for_enqueue_by_name", (queue.project, queue.name))
+        if len(rows) > 1:
+            choices = ", ".join(r["project_label"] for r in rows)
+            raise ValidationError(
+                f"queue {queue.name!r} exists in several projects; name the project "
+                f"(one of: {choices})",
+                details={"queue": queue.name},
+            )
+        what = queue.name if queue.project is None else f"{queue.project}/{queue.name}"
+    else:
+        rows = yield Query("queue_for_enqueue", (queue,))
+        what = str(queue)
+    if not rows:
+        raise QueueNotFoundError(f"no queue {what!r}", details={"queue": what})
+    return _QueueDefaults(QueueInfo.from_row(rows[0]), rows[0]["policy_max_attempts"])
+
+
+def _policies_plan(project_id: UUID, jobs: Sequence[NewJob]) -> Plan[dict[UUID, int]]:
     wanted = sorted({j.retry_policy_id for j in jobs if j.retry_policy_id is not None})
     if not wanted:
         return {}
-    rows = await conn.fetch(sql("retry_policies_max_attempts"), wanted, project_id)
+    rows = yield Query("retry_policies_max_attempts", (wanted, project_id))
     found = {r["id"]: r["max_attempts"] for r in rows}
     missing = [str(p) for p in wanted if p not in found]
     if missing:
@@ -112,47 +233,11 @@ async def _policy_attempts(conn: Conn, project_id: UUID, jobs: Sequence[NewJob])
     return found
 
 
-def _validate(
-    job: NewJob, q: _QueueDefaults, policies: dict[UUID, int], schedule_id: UUID | None
-) -> _Row:
-    if not isinstance(job, NewJob):
-        raise ValidationError("each job must be a NewJob")
-    handler = check_handler(job.handler)
-    payload_size(job.payload)
-    run_at, delay_ms = check_when(job.run_at, job.delay_s)
-    max_attempts = check_positive("max_attempts", job.max_attempts, upper=MAX_ATTEMPTS_LIMIT)
-    if max_attempts is None:
-        if job.retry_policy_id is not None:
-            max_attempts = policies[job.retry_policy_id]
-        elif q.policy_max_attempts is not None:
-            max_attempts = q.policy_max_attempts
-        else:
-            max_attempts = q.info.default_max_attempts
-    timeout_ms = check_positive("timeout_ms", job.timeout_ms, upper=2**31 - 1)
-    return _Row(
-        handler=handler,
-        payload=job.payload,
-        priority=check_priority(job.priority),
-        run_at=run_at,
-        delay_ms=delay_ms,
-        idempotency_key=check_idempotency_key(job.idempotency_key),
-        batch_id=job.batch_id,
-        timeout_ms=timeout_ms if timeout_ms is not None else q.info.default_timeout_ms,
-        max_attempts=max_attempts,
-        retry_policy_id=job.retry_policy_id,
-        pending=0,
-        schedule_id=schedule_id,
-        depends_on=_check_depends_on(job.depends_on),
-    )
-
-
-async def _count_pending(conn: Conn, project_id: UUID, rows: list[_Row]) -> list[_Row]:
-    """Lock the jobs depended on and set each row's pending_dependencies."""
-    wanted = sorted({d for r in rows for d in r.depends_on})
-    if not wanted:
-        return rows
-    locked = await conn.fetch(sql("lock_dependencies"), wanted, project_id)
-    status = {r["id"]: r["status"] for r in locked}
+def _pending_plan(project_id: UUID, cols: _Columns) -> Plan[None]:
+    """Lock the jobs depended on and set each row's pending count."""
+    wanted = sorted({d for deps in cols.depends_on for d in deps})
+    rows = yield Query("lock_dependencies", (wanted, project_id))
+    status = {r["id"]: r["status"] for r in rows}
     unknown = [d for d in wanted if d not in status]
     if unknown:
         raise ValidationError(
@@ -166,100 +251,155 @@ async def _count_pending(conn: Conn, project_id: UUID, rows: list[_Row]) -> list
             f"{', '.join(map(str, doomed))}",
             details={"job_ids": doomed},
         )
-    out = []
-    for r in rows:
-        pending = sum(1 for d in r.depends_on if status[d] != JobStatus.COMPLETED)
-        out.append(dataclasses.replace(r, pending=pending))
-    return out
+    cols.pending = [
+        sum(1 for d in deps if status[d] != JobStatus.COMPLETED) for deps in cols.depends_on
+    ]
 
 
-async def _insert(conn: Conn, queue_id: UUID, rows: list[_Row]) -> list[EnqueuedJob]:
-    records = await conn.fetch(
-        sql("insert_jobs"),
-        queue_id,
-        [r.handler for r in rows],
-        [r.payload for r in rows],
-        [r.priority for r in rows],
-        [r.run_at for r in rows],
-        [r.delay_ms for r in rows],
-        [r.idempotency_key for r in rows],
-        [r.batch_id for r in rows],
-        [r.timeout_ms for r in rows],
-        [r.max_attempts for r in rows],
-        [r.retry_policy_id for r in rows],
-        [r.pending for r in rows],
-        [r.schedule_id for r in rows],
-    )
+def _insert_plan(
+    queue_id: UUID, chunks: Iterator[tuple[_Columns, bool]], progress: Progress | None
+) -> Plan[list[EnqueuedJob]]:
+    """INSERT chunk after chunk. Each chunk is sent before the next one is validated and
+    encoded, so the client's work on chunk k+1 overlaps the server's on chunk k."""
     results: list[EnqueuedJob | None] = []
-    first_by_key: dict[str, EnqueuedJob] = {}
-    missing_keys: set[str] = set()
-    for rec in records:
-        if rec["id"] is None:
-            results.append(None)
-            missing_keys.add(rec["idempotency_key"])
-            continue
-        job = EnqueuedJob(rec["id"], JobStatus(rec["status"]), created=True)
-        results.append(job)
-        if rec["idempotency_key"] is not None:
-            first_by_key.setdefault(rec["idempotency_key"], job)
-    # Idempotency-key repeats: the job made earlier in this batch, else the one already stored.
-    existing: dict[str, EnqueuedJob] = {
-        k: EnqueuedJob(j.id, j.status, created=False) for k, j in first_by_key.items()
-    }
-    lookup = sorted(missing_keys - existing.keys())
+    keys: list[str | None] = []
+    pending: tuple[_Columns, bool] | None = next(chunks)
+    while pending is not None:
+        cols, last = pending
+        keys.extend(cols.idempotency_key)
+        yield Send(Query("insert_jobs", cols.insert_args(queue_id, notify=last)))
+        pending = None if last else next(chunks)
+        (row,) = yield RECEIVE
+        results.extend(_chunk_results(row))
+        if progress is not None:
+            progress(len(cols.handler))
+    missing = {keys[i] for i, r in enumerate(results) if r is None}
+    if not missing:
+        return [r for r in results if r is not None]
+    # Idempotency-key repeats: the job made earlier in this call, else the one already stored.
+    existing: dict[str, EnqueuedJob] = {}
+    for key, made in zip(keys, results, strict=True):
+        if made is not None and key is not None and key not in existing:
+            existing[key] = EnqueuedJob(made.id, made.status, created=False)
+    lookup = sorted(k for k in missing - existing.keys() if k is not None)
     if lookup:
-        for rec in await conn.fetch(sql("jobs_by_idempotency_key"), queue_id, lookup):
+        for rec in (yield Query("jobs_by_idempotency_key", (queue_id, lookup))):
             existing[rec["idempotency_key"]] = EnqueuedJob(
                 rec["id"], JobStatus(rec["status"]), created=False
             )
     return [
-        made if made is not None else existing[rec["idempotency_key"]]
-        for rec, made in zip(records, results, strict=True)
+        made if made is not None else existing[key]  # type: ignore[index]
+        for key, made in zip(keys, results, strict=True)
     ]
 
 
+def _chunk_results(row: Row) -> list[EnqueuedJob | None]:
+    new_ids: list[int] = row["new_ids"]
+    inserted: list[int] = row["inserted_ids"] or []
+    statuses = [JobStatus(s) for s in row["inserted_statuses"] or []]
+    if len(inserted) == len(new_ids) and len(set(statuses)) == 1:
+        # The usual bulk case: every row made, all in one state (ids are in input order).
+        status = statuses[0]
+        return [EnqueuedJob(i, status, True) for i in new_ids]
+    made = dict(zip(inserted, statuses, strict=True))
+    return [EnqueuedJob(i, made[i], True) if i in made else None for i in new_ids]
+
+
+def _plan(
+    queue: UUID | QueueRef,
+    jobs: Sequence[NewJob],
+    schedule_ids: Sequence[UUID | None] | None,
+    progress: Progress | None = None,
+) -> Plan[list[EnqueuedJob]]:
+    _check_shape(jobs)
+    q = yield from _queue_plan(queue)
+    policies = yield from _policies_plan(q.info.project_id, jobs)
+    n = len(jobs)
+    bounds = [(start, min(n, start + INSERT_CHUNK)) for start in range(0, n, INSERT_CHUNK)]
+    if not any(j.depends_on for j in jobs):
+        lazy = (
+            (
+                _prepare(jobs[a:b], q, policies, schedule_ids[a:b] if schedule_ids else None),
+                b == n,
+            )
+            for a, b in bounds
+        )
+        return (yield from _insert_plan(q.info.id, lazy, progress))
+    # With dependencies every row's pending count comes from one locking read of all of them,
+    # so everything is validated first.
+    cols = _prepare(jobs, q, policies, schedule_ids)
+    yield from _pending_plan(q.info.project_id, cols)
+    chunks = ((cols.chunk(a, b), b == n) for a, b in bounds)
+    result = yield from _insert_plan(q.info.id, chunks, progress)
+    dependants: list[int] = []
+    depended: list[int] = []
+    for deps, job in zip(cols.depends_on, result, strict=True):
+        if job.created:
+            dependants.extend([job.id] * len(deps))
+            depended.extend(deps)
+    if dependants:
+        yield Query("insert_job_dependencies", (dependants, depended))
+    return result
+
+
+def _atomic(jobs: Sequence[NewJob]) -> bool:
+    """Several statements that must commit together: dependencies (locks + rows) or more than
+    one INSERT chunk. One plain job or chunk is one INSERT, atomic by itself."""
+    return len(jobs) > INSERT_CHUNK or any(j.depends_on for j in jobs)
+
+
 async def _enqueue_rows(
-    conn: Conn,
-    queue_id: UUID,
+    conn: Any,
+    queue_id: UUID | QueueRef,
     jobs: Sequence[NewJob],
     schedule_ids: Sequence[UUID | None] | None = None,
+    progress: Progress | None = None,
 ) -> list[EnqueuedJob]:
     if not jobs:
         return []
-    q = await _queue_defaults(conn, queue_id)
-    policies = await _policy_attempts(conn, q.info.project_id, jobs)
-    sids = schedule_ids or [None] * len(jobs)
-    rows = [_validate(j, q, policies, s) for j, s in zip(jobs, sids, strict=True)]
-    if not any(r.depends_on for r in rows):
-        return await _insert(conn, queue_id, rows)
-    async with transaction(conn) as tx:
-        rows = await _count_pending(tx, q.info.project_id, rows)
-        result = await _insert(tx, queue_id, rows)
-        dependants: list[int] = []
-        depended: list[int] = []
-        for row, job in zip(rows, result, strict=True):
-            if job.created:
-                dependants.extend([job.id] * len(row.depends_on))
-                depended.extend(row.depends_on)
-        if dependants:
-            await tx.execute(sql("insert_job_dependencies"), dependants, depended)
-        return result
+    driver = await async_driver(conn)
+    plan = _plan(queue_id, jobs, schedule_ids, progress)
+    return await run_async(driver, plan, atomic=_atomic(jobs))
 
 
-async def enqueue(conn: Conn, queue_id: UUID, job: NewJob) -> EnqueuedJob:
-    """Enqueue one job (inside the caller's transaction when one is open on `conn`).
+async def enqueue(conn: Any, queue_id: UUID | QueueRef, job: NewJob) -> EnqueuedJob:
+    """Enqueue one job on `conn`: an asyncpg Connection or Pool, a psycopg AsyncConnection, or
+    an SQLAlchemy AsyncSession / AsyncConnection. Inside the caller's open transaction the job
+    commits or rolls back with it.
 
     Raises QueueNotFoundError, ValidationError, PayloadTooLargeError before writing anything.
     """
     return (await _enqueue_rows(conn, queue_id, [job]))[0]
 
 
-async def enqueue_many(conn: Conn, queue_id: UUID, jobs: Sequence[NewJob]) -> list[EnqueuedJob]:
-    """Enqueue many jobs in one INSERT; results are in input order. All or nothing on bad input."""
-    return await _enqueue_rows(conn, queue_id, list(jobs))
+async def enqueue_many(
+    conn: Any,
+    queue_id: UUID | QueueRef,
+    jobs: Sequence[NewJob],
+    *,
+    progress: Progress | None = None,
+) -> list[EnqueuedJob]:
+    """Enqueue many jobs; results are in input order. All or nothing, on bad input and on a
+    failure part-way (several statements run in one transaction, a savepoint in the caller's).
+    `progress(n)` is called as each chunk of n jobs is written (for a progress bar)."""
+    return await _enqueue_rows(conn, queue_id, list(jobs), progress=progress)
 
 
-async def notify_queues(conn: Conn, queue_ids: Sequence[UUID]) -> None:
+def enqueue_sync(conn: Any, queue_id: UUID | QueueRef, job: NewJob) -> EnqueuedJob:
+    """`enqueue` for sync code: a psycopg Connection or an SQLAlchemy Session / Connection."""
+    return enqueue_many_sync(conn, queue_id, [job])[0]
+
+
+def enqueue_many_sync(
+    conn: Any, queue_id: UUID | QueueRef, jobs: Sequence[NewJob]
+) -> list[EnqueuedJob]:
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    return run_sync(sync_driver(conn), _plan(queue_id, jobs, None), atomic=_atomic(jobs))
+
+
+async def notify_queues(conn: Any, queue_ids: Sequence[UUID]) -> None:
     """Wake workers listening on NOTIFY_CHANNEL for these queues."""
     if queue_ids:
         await conn.execute(sql("notify_queues"), list(queue_ids))

@@ -21,18 +21,23 @@ MAX_IDEMPOTENCY_KEY_LEN: Final = 255
 MAX_HANDLER_LEN: Final = 200
 
 
-def payload_size(payload: Any, *, what: str = "payload") -> int:
-    """Bytes of `payload` as JSON; raises if it is not JSON or is over the cap."""
+def encode_payload(payload: Any, *, what: str = "payload") -> str:
+    """`payload` as JSON text; raises if it is not JSON or is over the size cap.
+
+    Enqueue encodes each payload once, here, and sends this text: the size checked is the size
+    stored. ensure_ascii (the default) makes the text pure ASCII, so its length is its size in
+    bytes without encoding it again.
+    """
     try:
-        encoded = json.dumps(payload, allow_nan=False).encode()
+        text = json.dumps(payload, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{what} is not JSON-serialisable: {exc}") from exc
-    if len(encoded) > MAX_PAYLOAD_BYTES:
+    if len(text) > MAX_PAYLOAD_BYTES:
         raise PayloadTooLargeError(
-            f"{what} is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}",
-            details={"size": len(encoded), "limit": MAX_PAYLOAD_BYTES},
+            f"{what} is {len(text)} bytes; the limit is {MAX_PAYLOAD_BYTES}",
+            details={"size": len(text), "limit": MAX_PAYLOAD_BYTES},
         )
-    return len(encoded)
+    return text
 
 
 def check_handler(handler: Any) -> str:

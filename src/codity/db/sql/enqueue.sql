@@ -24,17 +24,40 @@ FROM jobs j JOIN queues q ON q.id = j.queue_id
 WHERE j.id = ANY($1::bigint[]) AND q.project_id = $2::uuid
 FOR SHARE OF j;
 
+-- name: queue_for_enqueue_by_name
+-- The same as queue_for_enqueue, for a queue named within a project given by id, slug or
+-- "org/project" slug; with $1 NULL, every project's queue of that name (the caller refuses an
+-- ambiguous name). Parameters: $1 project reference text (or NULL), $2 queue name text.
+SELECT q.id, q.project_id, q.name, q.priority, q.concurrency_limit, q.is_paused,
+       q.retry_policy_id, q.default_max_attempts, q.default_timeout_ms,
+       rp.max_attempts AS policy_max_attempts,
+       o.slug || '/' || p.slug AS project_label
+FROM queues q
+JOIN projects p ON p.id = q.project_id
+JOIN organizations o ON o.id = p.org_id
+LEFT JOIN retry_policies rp ON rp.id = q.retry_policy_id
+WHERE q.name = $2::text
+  AND ($1::text IS NULL OR p.id::text = $1::text OR p.slug = $1::text
+       OR o.slug || '/' || p.slug = $1::text)
+ORDER BY project_label
+LIMIT 2;
+
 -- name: insert_jobs
 -- Bulk enqueue in one round trip: every column arrives as an array and unnest turns them into
--- rows. Ids are drawn from the identity sequence up front so the caller can map each result to
--- its input row (ord), including rows skipped by an idempotency-key conflict (DO NOTHING: a
--- repeat returns the existing job, it does not fail). One NOTIFY per statement for the queue
--- when something became claimable; PostgreSQL folds repeats within a transaction.
--- Parameters: $1 queue_id uuid, then one array per column.
+-- rows. Payloads arrive as JSON text (encoded once by the caller, which also measured it), so
+-- the statement works the same on any driver whatever its jsonb codec. Ids are drawn from the
+-- identity sequence up front (a regclass constant: no catalogue lookup per row) so the caller
+-- can map each result to its input row, including rows skipped by an idempotency-key conflict
+-- (DO NOTHING: a repeat returns the existing job, it does not fail). The reply is one row of
+-- arrays, not one row per job: decoding thousands of records costs the client more than the
+-- insert costs the server.
+-- $14 says whether to wake workers: a bulk enqueue split over several statements in one
+-- transaction asks only in its last one (NOTIFY is delivered at commit anyway).
+-- Parameters: $1 queue_id uuid, then one array per column, then $14 notify boolean.
 WITH input AS (
-  SELECT t.*, nextval(pg_get_serial_sequence('jobs', 'id')) AS new_id,
+  SELECT t.*, nextval('jobs_id_seq'::regclass) AS new_id,
          COALESCE(t.at, now() + COALESCE(t.delay_ms, 0) * interval '1 millisecond') AS due
-  FROM unnest($2::text[], $3::jsonb[], $4::smallint[], $5::timestamptz[], $6::float8[],
+  FROM unnest($2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
               $7::text[], $8::uuid[], $9::integer[], $10::integer[], $11::uuid[],
               $12::integer[], $13::uuid[])
        WITH ORDINALITY AS t(handler, payload, priority, at, delay_ms, idempotency_key, batch_id,
@@ -44,7 +67,7 @@ ins AS (
   INSERT INTO jobs (id, queue_id, handler, payload, status, priority, run_at, max_attempts,
                     retry_policy_id, timeout_ms, idempotency_key, batch_id, schedule_id,
                     pending_dependencies)
-  SELECT new_id, $1::uuid, handler, payload,
+  SELECT new_id, $1::uuid, handler, payload::jsonb,
          (CASE WHEN pending > 0 THEN 'waiting'
                WHEN due > now() THEN 'scheduled'
                ELSE 'queued' END)::job_status,
@@ -57,13 +80,12 @@ ins AS (
 ),
 wake AS (
   SELECT pg_notify('codity_jobs', $1::text) AS notified
-  WHERE EXISTS (SELECT 1 FROM ins WHERE status = 'queued')
+  WHERE $14::boolean AND EXISTS (SELECT 1 FROM ins WHERE status = 'queued')
 )
-SELECT i.ord, ins.id, ins.status::text AS status, i.idempotency_key,
-       (SELECT count(*) FROM wake) AS notified
-FROM input i
-LEFT JOIN ins ON ins.id = i.new_id
-ORDER BY i.ord;
+SELECT (SELECT array_agg(new_id ORDER BY ord) FROM input) AS new_ids,
+       (SELECT array_agg(id) FROM ins) AS inserted_ids,
+       (SELECT array_agg(status::text) FROM ins) AS inserted_statuses,
+       (SELECT count(*) FROM wake) AS notified;
 
 -- name: jobs_by_idempotency_key
 -- The existing jobs a repeated idempotency key refers to.

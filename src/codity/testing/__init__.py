@@ -1,0 +1,1 @@
+"""Test helpers for applications that use codity (docs/PYTHON_API.md, "Testing")."""

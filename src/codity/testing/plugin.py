@@ -1,0 +1,1 @@
+"""codity's pytest plugin (registered through the `pytest11` entry point)."""
