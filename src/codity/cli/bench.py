@@ -163,6 +163,46 @@ def _engine_rows(server: str, jobs: int, loops: int, batch: int, runs: int) -> l
     ]
 
 
+def _enqueue_rows(server: str, jobs: int, runs: int, peer: bool) -> list[list[str]]:
+    """Bulk enqueue: core.enqueue_many (beside pgqueuer's bulk enqueue) and `codity enqueue -n`,
+    alternating run by run."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    cli: list[float] = []
+    walls: list[float] = []
+    for i in range(runs):
+        ours.append(asyncio.run(_b().enqueue_rate(server, jobs)).jobs_per_s)
+        console.print(f"  run {i + 1}: core.enqueue_many {ours[-1]:,.0f} jobs/s", highlight=False)
+        if peer:
+            theirs.append(float(_run_peer("peer_pgqueuer_enqueue.py", server, jobs)["jobs_per_s"]))
+            console.print(f"  run {i + 1}: pgqueuer {theirs[-1]:,.0f} jobs/s", highlight=False)
+        result = asyncio.run(_b().cli_enqueue_rate(server, jobs))
+        cli.append(result.jobs_per_s)
+        walls.append(result.wall_s)
+        console.print(
+            f"  run {i + 1}: codity enqueue -n {jobs} {cli[-1]:,.0f} jobs/s "
+            f"({walls[-1]:.1f} s for the whole command)",
+            highlight=False,
+        )
+    median = _b().median
+    row = [
+        f"bulk enqueue: core.enqueue_many ({jobs:,} jobs, distinct payloads, one call)",
+        f"{median(ours):,.0f} jobs/s (min {min(ours):,.0f}, max {max(ours):,.0f})",
+    ]
+    if peer:
+        row += [
+            f"{median(theirs):,.0f} jobs/s (min {min(theirs):,.0f}, max {max(theirs):,.0f})",
+            _ratio(median(ours), median(theirs)),
+        ]
+    cli_row = [
+        f"bulk enqueue: `codity enqueue -n {jobs}` (whole command {median(walls):.1f} s)",
+        f"{median(cli):,.0f} jobs/s (min {min(cli):,.0f}, max {max(cli):,.0f})",
+    ]
+    if peer:
+        cli_row += ["", ""]
+    return [row, cli_row]
+
+
 def _show(rows: list[list[str]], peer: bool) -> None:
     table = Table(show_header=True, header_style="bold")
     for header in (
@@ -219,6 +259,19 @@ def engine_command(
     """claim + complete through codity.core alone: the engine's ceiling without a worker."""
     with _server(dsn) as server:
         _show(_engine_rows(server, jobs, loops, batch, runs), False)
+
+
+@app.command("enqueue")
+@friendly_errors
+def enqueue_command(
+    jobs: Annotated[int, typer.Option("--jobs", min=1)] = 100_000,
+    runs: RunsOption = 3,
+    peer: PeerOption = False,
+    dsn: DsnOption = None,
+) -> None:
+    """Bulk enqueue: N jobs through core.enqueue_many, and through `codity enqueue -n N`."""
+    with _server(dsn) as server:
+        _show(_enqueue_rows(server, jobs, runs, peer), peer)
 
 
 async def _server_version(server: str) -> str:

@@ -5,6 +5,9 @@
   every job completed (stricter than counting handler calls: completions are batched).
 - latency: jobs enqueued at a fixed rate to an idle worker; enqueue -> handler start.
 - engine: claim + complete through `codity.core` alone, no worker: the engine's own ceiling.
+- enqueue: N jobs with distinct payloads through one `core.enqueue_many` call; and the same N
+  through `codity enqueue -n N` in a subprocess (the rate it prints: the enqueue, not Python's
+  start-up, which is reported apart as the whole command's wall time).
 
 Every run gets a fresh scratch database so runs cannot warm each other's tables.
 """
@@ -12,7 +15,10 @@ Every run gets a fresh scratch database so runs cannot warm each other's tables.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -226,6 +232,56 @@ async def engine(server_url: str, jobs: int, loops: int, batch: int) -> Throughp
             return Throughput(jobs=sum(counts), seconds=elapsed)
         finally:
             await pool.close()
+
+
+async def enqueue_rate(server_url: str, jobs: int) -> Throughput:
+    """`core.enqueue_many` of `jobs` jobs, each with its own small payload, in one call (it
+    chunks, pipelines and commits them as one transaction). The NewJob objects are built before
+    the clock starts: the figure is enqueue's, not the caller's."""
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
+        try:
+            queue_id = await _make_queue(pool)
+            batch = [core.NewJob(handler="noop", payload={"i": i}) for i in range(jobs)]
+            started = time.perf_counter()
+            await core.enqueue_many(pool, queue_id, batch)
+            elapsed = time.perf_counter() - started
+            stored: int = await pool.fetchval("SELECT count(*) FROM jobs")
+            return Throughput(jobs=stored, seconds=elapsed)
+        finally:
+            await pool.close()
+
+
+@dataclass(frozen=True)
+class CliEnqueue:
+    jobs_per_s: float
+    wall_s: float
+
+
+#: `codity enqueue` prints "... in 1.83 s (54,645 jobs/s)" for a large count.
+_CLI_RATE = re.compile(r"enqueued (\d+) jobs .* in ([\d.]+) s \(([\d,]+) jobs/s\)")
+
+
+async def cli_enqueue_rate(server_url: str, jobs: int) -> CliEnqueue:
+    """`codity enqueue bench noop -n JOBS` as a user runs it, in its own process."""
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=1, application_name="codity-bench")
+        try:
+            await _make_queue(pool)
+        finally:
+            await pool.close()
+        env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING"}
+        started = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "codity", "enqueue", BENCH_QUEUE, "noop", "-n", str(jobs),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        )  # fmt: skip
+        out, err = await proc.communicate()
+        wall = time.perf_counter() - started
+        found = _CLI_RATE.search(out.decode())
+        if proc.returncode != 0 or found is None or int(found.group(1)) != jobs:
+            raise RuntimeError(f"codity enqueue failed: {(out + err).decode().strip()[-300:]}")
+        return CliEnqueue(jobs_per_s=float(found.group(3).replace(",", "")), wall_s=wall)
 
 
 def median(values: list[float]) -> float:

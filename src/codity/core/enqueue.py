@@ -102,42 +102,54 @@ class _QueueDefaults:
 
 @dataclass
 class _Columns:
-    """Validated jobs as the column arrays `insert_jobs` takes, built in one pass."""
+    """Validated jobs as the column arrays `insert_jobs` takes."""
 
-    handler: list[str] = field(default_factory=list)
-    payload: list[str] = field(default_factory=list)  # JSON text, encoded once
-    priority: list[int] = field(default_factory=list)
-    run_at: list[datetime | None] = field(default_factory=list)
-    delay_ms: list[float | None] = field(default_factory=list)
-    idempotency_key: list[str | None] = field(default_factory=list)
-    batch_id: list[UUID | None] = field(default_factory=list)
-    timeout_ms: list[int | None] = field(default_factory=list)
-    max_attempts: list[int] = field(default_factory=list)
-    retry_policy_id: list[UUID | None] = field(default_factory=list)
-    pending: list[int] = field(default_factory=list)
-    schedule_id: list[UUID | None] = field(default_factory=list)
-    depends_on: list[tuple[int, ...]] = field(default_factory=list)
+    handler: list[str]
+    payload: list[str]  # JSON text, encoded once
+    priority: list[int]
+    run_at: list[datetime | None]
+    delay_ms: list[float | None]
+    idempotency_key: list[str | None]
+    batch_id: list[UUID | None]
+    timeout_ms: list[int | None]
+    max_attempts: list[int]
+    retry_policy_id: list[UUID | None]
+    pending: list[int]
+    schedule_id: list[UUID | None]
+    depends_on: list[tuple[int, ...]]
+
+    @property
+    def size(self) -> int:
+        return len(self.handler)
 
     def insert_args(self, queue_id: UUID, *, notify: bool) -> tuple[Any, ...]:
         return (
             queue_id,
-            self.handler,
-            self.payload,
-            self.priority,
-            self.run_at,
-            self.delay_ms,
-            self.idempotency_key,
-            self.batch_id,
-            self.timeout_ms,
-            self.max_attempts,
-            self.retry_policy_id,
-            self.pending,
-            self.schedule_id,
+            _uniform(self.handler),
+            _uniform(self.payload),
+            _uniform(self.priority),
+            _uniform(self.run_at),
+            _uniform(self.delay_ms),
+            _uniform(self.idempotency_key),
+            _uniform(self.batch_id),
+            _uniform(self.timeout_ms),
+            _uniform(self.max_attempts),
+            _uniform(self.retry_policy_id),
+            _uniform(self.pending),
+            _uniform(self.schedule_id),
             notify,
+            self.size,
+            any(k is not None for k in self.idempotency_key),
         )
 
     def chunk(self, start: int, stop: int) -> _Columns:
         return _Columns(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
+
+
+def _uniform(column: list[Any]) -> list[Any]:
+    """A column holding one value throughout is sent as that one value (see insert_jobs)."""
+    first = column[0]
+    return [first] if column.count(first) == len(column) else column
 
 
 def _check_depends_on(depends_on: Sequence[int]) -> tuple[int, ...]:
@@ -155,49 +167,97 @@ def _check_shape(jobs: Sequence[NewJob]) -> None:
             raise ValidationError("each job must be a NewJob")
 
 
+def _options(job: NewJob) -> tuple[Any, ...]:
+    """What a job sets besides its payload, with the types of the fields a bool could sneak
+    into (True == 1): two jobs with equal options validate the same."""
+    return (
+        job.handler,
+        job.priority,
+        type(job.priority),
+        job.run_at,
+        job.delay_s,
+        type(job.delay_s),
+        job.idempotency_key,
+        job.batch_id,
+        job.timeout_ms,
+        type(job.timeout_ms),
+        job.max_attempts,
+        type(job.max_attempts),
+        job.retry_policy_id,
+    )
+
+
+def _validate_options(
+    job: NewJob, queue_attempts: int, queue_timeout: int | None, policies: dict[UUID, int]
+) -> tuple[Any, ...]:
+    """The job's columns other than payload, pending and schedule, in `_Columns` order."""
+    run_at, delay_ms = check_when(job.run_at, job.delay_s)
+    max_attempts = check_positive("max_attempts", job.max_attempts, upper=MAX_ATTEMPTS_LIMIT)
+    if max_attempts is None:
+        max_attempts = (
+            policies[job.retry_policy_id] if job.retry_policy_id is not None else queue_attempts
+        )
+    timeout_ms = check_positive("timeout_ms", job.timeout_ms, upper=2**31 - 1)
+    return (
+        check_handler(job.handler),
+        check_priority(job.priority),
+        run_at,
+        delay_ms,
+        check_idempotency_key(job.idempotency_key),
+        job.batch_id,
+        timeout_ms if timeout_ms is not None else queue_timeout,
+        max_attempts,
+        job.retry_policy_id,
+    )
+
+
 def _prepare(
     jobs: Sequence[NewJob],
     q: _QueueDefaults,
     policies: dict[UUID, int],
     schedule_ids: Sequence[UUID | None] | None,
 ) -> _Columns:
-    cols = _Columns()
+    """Validate and encode jobs into columns. Bulk enqueues mostly repeat one set of options
+    with different payloads (and the CLI one payload too): each distinct run of options or
+    payload is validated or encoded once, the rest is a comparison."""
     queue_attempts = (
         q.policy_max_attempts if q.policy_max_attempts is not None else q.info.default_max_attempts
     )
-    queue_timeout = q.info.default_timeout_ms
-    # The CLI and benchmarks enqueue one payload object many times: encode it once.
+    payloads: list[str] = []
+    rows: list[tuple[Any, ...]] = []
     last_payload: Any = object()
     last_text = ""
-    for i, job in enumerate(jobs):
+    last_options: tuple[Any, ...] | None = None
+    last_row: tuple[Any, ...] = ()
+    for job in jobs:
         if job.payload is not last_payload:
             last_text = encode_payload(job.payload)
             last_payload = job.payload
-        run_at, delay_ms = (
-            (None, None)
-            if job.run_at is None and job.delay_s is None
-            else check_when(job.run_at, job.delay_s)
-        )
-        max_attempts = check_positive("max_attempts", job.max_attempts, upper=MAX_ATTEMPTS_LIMIT)
-        if max_attempts is None:
-            max_attempts = (
-                policies[job.retry_policy_id] if job.retry_policy_id is not None else queue_attempts
-            )
-        timeout_ms = check_positive("timeout_ms", job.timeout_ms, upper=2**31 - 1)
-        cols.handler.append(check_handler(job.handler))
-        cols.payload.append(last_text)
-        cols.priority.append(check_priority(job.priority))
-        cols.run_at.append(run_at)
-        cols.delay_ms.append(delay_ms)
-        cols.idempotency_key.append(check_idempotency_key(job.idempotency_key))
-        cols.batch_id.append(job.batch_id)
-        cols.timeout_ms.append(timeout_ms if timeout_ms is not None else queue_timeout)
-        cols.max_attempts.append(max_attempts)
-        cols.retry_policy_id.append(job.retry_policy_id)
-        cols.pending.append(0)
-        cols.schedule_id.append(schedule_ids[i] if schedule_ids is not None else None)
-        cols.depends_on.append(_check_depends_on(job.depends_on) if job.depends_on else ())
-    return cols
+        payloads.append(last_text)
+        options = _options(job)
+        if options != last_options:
+            last_row = _validate_options(job, queue_attempts, q.info.default_timeout_ms, policies)
+            last_options = options
+        rows.append(last_row)
+    (handler, priority, run_at, delay_ms, key, batch, timeout, attempts, policy) = (
+        list(column) for column in zip(*rows, strict=True)
+    )
+    n = len(rows)
+    return _Columns(
+        handler=handler,
+        payload=payloads,
+        priority=priority,
+        run_at=run_at,
+        delay_ms=delay_ms,
+        idempotency_key=key,
+        batch_id=batch,
+        timeout_ms=timeout,
+        max_attempts=attempts,
+        retry_policy_id=policy,
+        pending=[0] * n,
+        schedule_id=list(schedule_ids) if schedule_ids is not None else [None] * n,
+        depends_on=[_check_depends_on(j.depends_on) if j.depends_on else () for j in jobs],
+    )
 
 
 def _queue_plan(queue: UUID | QueueRef) -> Plan[_QueueDefaults]:
@@ -272,7 +332,7 @@ def _insert_plan(
         (row,) = yield RECEIVE
         results.extend(_chunk_results(row))
         if progress is not None:
-            progress(len(cols.handler))
+            progress(cols.size)
     missing = {keys[i] for i, r in enumerate(results) if r is None}
     if not missing:
         return [r for r in results if r is not None]
@@ -295,14 +355,12 @@ def _insert_plan(
 
 def _chunk_results(row: Row) -> list[EnqueuedJob | None]:
     new_ids: list[int] = row["new_ids"]
-    inserted: list[int] = row["inserted_ids"] or []
-    statuses = [JobStatus(s) for s in row["inserted_statuses"] or []]
-    if len(inserted) == len(new_ids) and len(set(statuses)) == 1:
-        # The usual bulk case: every row made, all in one state (ids are in input order).
-        status = statuses[0]
+    if row["inserted_ids"] is None:
+        # No idempotency key and one status: every row was made, in that status.
+        status = JobStatus(row["status"])
         return [EnqueuedJob(i, status, True) for i in new_ids]
-    made = dict(zip(inserted, statuses, strict=True))
-    return [EnqueuedJob(i, made[i], True) if i in made else None for i in new_ids]
+    made = dict(zip(row["inserted_ids"], row["inserted_statuses"], strict=True))
+    return [EnqueuedJob(i, JobStatus(made[i]), True) if i in made else None for i in new_ids]
 
 
 def _plan(

@@ -44,24 +44,52 @@ LIMIT 2;
 
 -- name: insert_jobs
 -- Bulk enqueue in one round trip: every column arrives as an array and unnest turns them into
--- rows. Payloads arrive as JSON text (encoded once by the caller, which also measured it), so
--- the statement works the same on any driver whatever its jsonb codec. Ids are drawn from the
+-- rows. A column whose value is the same for every row (the handler, the priority, no delay,
+-- no key: most columns of most bulk enqueues) arrives as a one-element array and is read as
+-- that element for every row, so neither the client nor the server handles it per row;
+-- array_fill($15 NULLs) gives unnest the row count when every column is uniform.
+-- Payloads arrive as JSON text (encoded once by the caller, which also measured it), so the
+-- statement works the same on any driver whatever its jsonb codec. Ids are drawn from the
 -- identity sequence up front (a regclass constant: no catalogue lookup per row) so the caller
 -- can map each result to its input row, including rows skipped by an idempotency-key conflict
 -- (DO NOTHING: a repeat returns the existing job, it does not fail). The reply is one row of
--- arrays, not one row per job: decoding thousands of records costs the client more than the
--- insert costs the server.
+-- arrays, not one row per job; the inserted ids and statuses come back only when a chunk can
+-- differ from its input ($16: some row has an idempotency key; or more than one status).
 -- $14 says whether to wake workers: a bulk enqueue split over several statements in one
 -- transaction asks only in its last one (NOTIFY is delivered at commit anyway).
--- Parameters: $1 queue_id uuid, then one array per column, then $14 notify boolean.
+-- Parameters: $1 queue_id uuid, $2..$13 one array per column (full length or one element),
+-- $14 notify boolean, $15 row count integer, $16 has idempotency keys boolean.
 WITH input AS (
-  SELECT t.*, nextval('jobs_id_seq'::regclass) AS new_id,
-         COALESCE(t.at, now() + COALESCE(t.delay_ms, 0) * interval '1 millisecond') AS due
-  FROM unnest($2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
+  SELECT t.ord, nextval('jobs_id_seq'::regclass) AS new_id,
+         CASE WHEN cardinality($2::text[]) = 1 THEN ($2::text[])[1] ELSE t.handler END AS handler,
+         CASE WHEN cardinality($3::text[]) = 1 THEN ($3::text[])[1] ELSE t.payload END AS payload,
+         CASE WHEN cardinality($4::smallint[]) = 1 THEN ($4::smallint[])[1] ELSE t.priority END
+           AS priority,
+         COALESCE(CASE WHEN cardinality($5::timestamptz[]) = 1 THEN ($5::timestamptz[])[1]
+                       ELSE t.at END,
+                  now() + COALESCE(CASE WHEN cardinality($6::float8[]) = 1
+                                        THEN ($6::float8[])[1] ELSE t.delay_ms END, 0)
+                          * interval '1 millisecond') AS due,
+         CASE WHEN cardinality($7::text[]) = 1 THEN ($7::text[])[1] ELSE t.idempotency_key END
+           AS idempotency_key,
+         CASE WHEN cardinality($8::uuid[]) = 1 THEN ($8::uuid[])[1] ELSE t.batch_id END AS batch_id,
+         CASE WHEN cardinality($9::integer[]) = 1 THEN ($9::integer[])[1] ELSE t.timeout_ms END
+           AS timeout_ms,
+         CASE WHEN cardinality($10::integer[]) = 1 THEN ($10::integer[])[1] ELSE t.max_attempts END
+           AS max_attempts,
+         CASE WHEN cardinality($11::uuid[]) = 1 THEN ($11::uuid[])[1] ELSE t.retry_policy_id END
+           AS retry_policy_id,
+         CASE WHEN cardinality($12::integer[]) = 1 THEN ($12::integer[])[1] ELSE t.pending END
+           AS pending,
+         CASE WHEN cardinality($13::uuid[]) = 1 THEN ($13::uuid[])[1] ELSE t.schedule_id END
+           AS schedule_id
+  FROM unnest(array_fill(NULL::boolean, ARRAY[$15::integer]),
+              $2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
               $7::text[], $8::uuid[], $9::integer[], $10::integer[], $11::uuid[],
               $12::integer[], $13::uuid[])
-       WITH ORDINALITY AS t(handler, payload, priority, at, delay_ms, idempotency_key, batch_id,
-                            timeout_ms, max_attempts, retry_policy_id, pending, schedule_id, ord)
+       WITH ORDINALITY AS t(_rows, handler, payload, priority, at, delay_ms, idempotency_key,
+                            batch_id, timeout_ms, max_attempts, retry_policy_id, pending,
+                            schedule_id, ord)
 ),
 ins AS (
   INSERT INTO jobs (id, queue_id, handler, payload, status, priority, run_at, max_attempts,
@@ -78,14 +106,23 @@ ins AS (
   ON CONFLICT (queue_id, idempotency_key) DO NOTHING
   RETURNING id, status
 ),
+made AS (
+  SELECT count(*) AS n, count(DISTINCT status) AS kinds, min(status::text) AS status
+  FROM ins
+),
 wake AS (
   SELECT pg_notify('codity_jobs', $1::text) AS notified
   WHERE $14::boolean AND EXISTS (SELECT 1 FROM ins WHERE status = 'queued')
 )
 SELECT (SELECT array_agg(new_id ORDER BY ord) FROM input) AS new_ids,
-       (SELECT array_agg(id) FROM ins) AS inserted_ids,
-       (SELECT array_agg(status::text) FROM ins) AS inserted_statuses,
-       (SELECT count(*) FROM wake) AS notified;
+       made.n AS inserted, made.status AS status,
+       CASE WHEN $16::boolean OR made.kinds > 1
+            THEN COALESCE((SELECT array_agg(id ORDER BY id) FROM ins), '{}') END AS inserted_ids,
+       CASE WHEN $16::boolean OR made.kinds > 1
+            THEN COALESCE((SELECT array_agg(status::text ORDER BY id) FROM ins), '{}')
+       END AS inserted_statuses,
+       (SELECT count(*) FROM wake) AS notified
+FROM made;
 
 -- name: jobs_by_idempotency_key
 -- The existing jobs a repeated idempotency key refers to.
