@@ -92,3 +92,9 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
     p = await create_pool(database_url, min_size=1, max_size=20)
     yield p
     await p.close()
+
+
+@pytest.fixture(scope="session")
+def codity_server_url(pg_server_url: str) -> str:
+    """codity.testing's fixtures (the pytest plugin) use the suite's own server."""
+    return pg_server_url

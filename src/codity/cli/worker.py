@@ -12,7 +12,8 @@ import typer
 from codity import VERSION
 from codity.cli._common import database_url, friendly_errors, settings
 from codity.cli._service import run_until_signalled, setup_logging
-from codity.worker import default_registry, load_app
+from codity.tasks import load_app
+from codity.worker import default_registry
 from codity.worker.config import WorkerConfig
 from codity.worker.service import Worker
 
@@ -34,7 +35,10 @@ def worker_command(
     app_modules: Annotated[
         list[str] | None,
         typer.Option(
-            "--app", "-a", help="Module(s) whose @handler functions to load, e.g. mypkg.jobs."
+            "--app",
+            "-a",
+            help="mymodule:app runs that codity.App's tasks; a bare module (mypkg.jobs) "
+            "registers its @handler functions. Repeatable.",
         ),
     ] = None,
 ) -> None:
@@ -43,8 +47,10 @@ def worker_command(
     setup_logging(cfg, "worker")
     import codity.worker.handlers  # noqa: F401  (registers the built-in handlers)
 
-    for module in app_modules or []:
-        load_app(module)
+    for target in app_modules or []:
+        app = load_app(target)
+        if app is not None:
+            default_registry.include(app.registry)
     names = tuple(n.strip() for q in queues or [] for n in q.split(",") if n.strip())
     with database_url() as url:
         config = WorkerConfig.from_settings(

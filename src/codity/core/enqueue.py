@@ -211,6 +211,16 @@ def _validate_options(
     )
 
 
+def check_new_job(job: NewJob) -> None:
+    """The checks enqueue makes on a job that need no database (eager mode runs these)."""
+    _check_shape([job])
+    encode_payload(job.payload)
+    policies = {job.retry_policy_id: 1} if job.retry_policy_id is not None else {}
+    _validate_options(job, 1, None, policies)
+    if job.depends_on:
+        _check_depends_on(job.depends_on)
+
+
 def _prepare(
     jobs: Sequence[NewJob],
     q: _QueueDefaults,

@@ -1,6 +1,8 @@
 """The handler registry: job handler names mapped to the functions that run them.
 
-User code plugs in with `@handler("name")` in a module loaded by `codity worker --app module`.
+User code plugs in with `@handler("name")` in a module loaded by `codity worker --app module`,
+or as tasks of a `codity.App` (`codity worker --app module:app`, see codity/tasks/), whose
+registry the worker includes.
 A handler takes one argument, the `JobContext`, and returns a JSON-serialisable result. It may
 be `async def` (run on the worker's event loop) or a plain function (run in a thread pool so it
 cannot block the loop).
@@ -57,6 +59,11 @@ class HandlerRegistry:
             return fn
 
         return decorate
+
+    def include(self, other: HandlerRegistry) -> None:
+        """Register every handler of `other` here too (a codity.App's tasks in a worker)."""
+        for registered in other._handlers.values():
+            self.register(registered.name, registered.fn)
 
     def get(self, name: str) -> RegisteredHandler | None:
         return self._handlers.get(name)

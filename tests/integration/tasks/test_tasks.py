@@ -1,0 +1,178 @@
+"""codity.App tasks: typed arguments validated at enqueue, run by a real worker (through the
+pytest plugin's fixtures), options per call, sync enqueue, eager mode."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from tests.integration.tasks import tasks_app
+from tests.integration.tasks.tasks_app import Address, app, build_report, count_words, send_welcome
+
+import codity
+from codity.testing import TestDatabase, TestWorker, eager
+
+WHEN = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.fixture
+async def shop(codity_database: TestDatabase) -> TestDatabase:
+    await codity_database.setup(app)
+    tasks_app.seen.clear()
+    yield codity_database
+    await app.aclose()
+
+
+async def _job(db: TestDatabase, job_id: int) -> dict[str, object]:
+    conn = await db.connect()
+    try:
+        row = await conn.fetchrow(
+            "SELECT j.handler, j.payload::text AS payload, j.status::text AS status, j.priority,"
+            " j.max_attempts, j.timeout_ms, j.result::text AS result, j.progress, q.name AS queue"
+            " FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE j.id = $1",
+            job_id,
+        )
+        return dict(row)
+    finally:
+        await conn.close()
+
+
+async def test_tasks_run_on_a_worker_with_typed_arguments_and_their_context(
+    shop: TestDatabase, codity_worker: TestWorker
+) -> None:
+    ref = uuid.uuid4()
+    welcome = await send_welcome.enqueue(42, when=WHEN, address=Address(street="1 Main", city="X"))
+    words = await count_words.enqueue(text="one two three", ref=ref)
+    report = await build_report.enqueue()
+    stored = await _job(shop, welcome.id)
+    # The handler name is the function's dotted path; the task's defaults are on the row.
+    assert stored["handler"] == "tests.integration.tasks.tasks_app.send_welcome"
+    assert (stored["queue"], stored["priority"], stored["max_attempts"], stored["timeout_ms"]) == (
+        "emails", 5, 4, 30_000,
+    )  # fmt: skip
+    assert (await _job(shop, report.id))["handler"] == "reports.build"
+
+    drained = await codity_worker.run_until_empty(app)
+    assert drained["completed"] == 3
+    by_task = dict(tasks_app.seen)
+    # The worker gave back real Python values, not the JSON the payload holds.
+    assert by_task["send_welcome"] == (42, WHEN, Address(street="1 Main", city="X"))
+    assert by_task["count_words"] == (1, False, ref)  # attempt 1; no timeout -> no deadline
+    assert by_task["build_report"] == (7, 1)
+    assert (await _job(shop, words.id))["result"] == "3"
+    assert (await _job(shop, words.id))["progress"] == 100
+    assert (await _job(shop, welcome.id))["result"] == '{"user": "42", "when_type": "datetime"}'
+
+
+BAD_CALLS = [
+    (send_welcome, (), {"user_id": "forty-two", "when": WHEN}, "user_id: Input should be a valid integer"),
+    (send_welcome, (), {"when": WHEN}, "missing a required argument: 'user_id'"),
+    (send_welcome, (1, WHEN), {"surprise": True}, "unexpected keyword argument 'surprise'"),
+    (send_welcome, (1,), {"when": "not a date"}, "when: Input should be a valid datetime"),
+    (count_words, (), {"text": 3, "ref": uuid.uuid4()}, "text: Input should be a valid string"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("task", "args", "kwargs", "message"), BAD_CALLS)
+async def test_a_bad_argument_fails_at_enqueue_and_writes_nothing(
+    shop: TestDatabase, task: codity.Task, args: tuple, kwargs: dict, message: str
+) -> None:
+    with pytest.raises(codity.ValidationError, match=message):
+        await task.enqueue(*args, **kwargs)
+    with pytest.raises(codity.ValidationError, match=message):
+        task.enqueue_sync(*args, **kwargs)
+    assert await shop.job_counts() == {}
+
+
+async def test_options_per_call_and_enqueue_many(shop: TestDatabase) -> None:
+    first = await send_welcome.options(idempotency_key="welcome-1").enqueue(1, when=WHEN)
+    again = await send_welcome.options(idempotency_key="welcome-1").enqueue(1, when=WHEN)
+    assert again.id == first.id
+    assert not again.created
+    later = await send_welcome.options(delay_s=3600, priority=-1).enqueue(2, when=WHEN)
+    assert later.status.value == "scheduled"
+    assert (await _job(shop, later.id))["priority"] == -1
+    after = await build_report.options(depends_on=[first.id]).enqueue(days=1)
+    assert after.status.value == "waiting"
+    many = await send_welcome.enqueue_many(
+        [{"user_id": i, "when": WHEN} for i in range(3)]
+        + [send_welcome.options(idempotency_key="welcome-1").job(1, when=WHEN)]
+    )
+    assert [m.created for m in many] == [True, True, True, False]
+    with pytest.raises(codity.ValidationError, match="priority must be between"):
+        await send_welcome.options(priority=10**6).enqueue(1, when=WHEN)
+
+
+def _enqueue_from_sync_code() -> list[int]:
+    made = send_welcome.enqueue_sync(7, when=WHEN)
+    more = count_words.enqueue_many_sync([{"text": "a b", "ref": uuid.uuid4()}])
+    return [made.id, more[0].id]
+
+
+async def test_enqueue_sync_from_code_without_an_event_loop(shop: TestDatabase) -> None:
+    ids = await asyncio.to_thread(_enqueue_from_sync_code)
+    assert len(set(ids)) == 2
+    assert await shop.job_counts() == {"queued": 2}
+    await asyncio.to_thread(app.close)
+
+
+async def test_a_queue_name_is_looked_up_in_the_apps_project(shop: TestDatabase) -> None:
+    other = codity.App(shop.url, project="acme/other")
+
+    @other.task(queue="emails")
+    async def elsewhere() -> None: ...
+
+    with pytest.raises(codity.QueueNotFoundError, match="acme/other/emails"):
+        await elsewhere.enqueue()
+    await other.aclose()
+
+
+async def test_eager_mode_runs_inline_with_the_same_validation() -> None:
+    with eager(app) as runner:
+        done = await send_welcome.enqueue(5, when=WHEN.isoformat())  # a string, as JSON has it
+        words = count_words.enqueue_sync(text="x y z", ref=str(uuid.UUID(int=1)))
+        report = await build_report.enqueue(days=2)
+        with pytest.raises(codity.ValidationError, match="valid integer"):
+            await send_welcome.enqueue("five", when=WHEN)
+        with pytest.raises(codity.ValidationError, match="delay_s must not be negative"):
+            await send_welcome.options(delay_s=-1).enqueue(5, when=WHEN)
+    assert done.status.value == "completed"
+    assert [r.task.rsplit(".", 1)[-1] for r in runner.runs] == [
+        "send_welcome",
+        "count_words",
+        "build",
+    ]
+    assert runner.runs[0].result == {"user": "5", "when_type": "datetime"}
+    assert runner.runs[1].result == 3
+    assert runner.runs[1].context.progress_reports == [(100, "counted")]
+    assert runner.runs[2].context.progress_reports == [(50, "half")]
+    assert words.id != report.id
+    assert not app.eager
+
+
+def test_calling_a_task_calls_the_function() -> None:
+    with pytest.raises(codity.ConfigurationError, match="takes a JobContext"):
+        count_words(text="a", ref=uuid.uuid4())  # type: ignore[call-arg]
+
+
+def test_bad_task_definitions_are_refused_when_declared() -> None:
+    local = codity.App("postgresql://unused")
+    with pytest.raises(codity.ConfigurationError, match=r"\*args/\*\*kwargs"):
+
+        @local.task()
+        def loose(*args: int) -> None: ...
+
+    with pytest.raises(codity.ConfigurationError, match="JobContext parameter must come first"):
+
+        @local.task()
+        def late(x: int, ctx: codity.JobContext) -> None: ...
+
+    @local.task(name="same")
+    def one() -> None: ...
+
+    with pytest.raises(codity.ConfigurationError, match="two tasks are named 'same'"):
+
+        @local.task(name="same")
+        def two() -> None: ...
