@@ -7,7 +7,7 @@ SYNCED := $(VENV)/.synced
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: setup demo test test-fast lint format web explain bench clean
+.PHONY: setup demo test test-fast lint format web explain bench clean api-clients
 
 setup: $(SYNCED)
 
@@ -27,14 +27,14 @@ test: setup web
 	$(PY) -m pytest
 
 lint: setup
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
 format: setup
-	$(VENV)/bin/ruff check --fix src tests bench
-	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff check --fix src tests bench scripts
+	$(VENV)/bin/ruff format src tests bench scripts
 
 # The dashboard: built when web/ exists and its sources changed since the last build.
 web:
@@ -42,6 +42,13 @@ web:
 
 web/dist/index.html: $(shell find web/src web/index.html web/package.json web/package-lock.json web/vite.config.ts web/tsconfig.json 2>/dev/null)
 	cd web && npm ci --no-audit --no-fund && npm run build
+
+# After changing the API: its OpenAPI document, the dashboard's TypeScript types and the Python
+# client's models, all regenerated (drift tests fail until this is run and committed).
+api-clients: setup
+	$(PY) web/scripts/export-openapi.py
+	cd web && npm ci --no-audit --no-fund --silent && npm run gen:api
+	$(PY) scripts/gen_python_client.py
 
 explain: setup
 	$(VENV)/bin/codity db explain

@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 WEB = REPO / "web"
 GENERATOR = WEB / "node_modules" / ".bin" / "openapi-typescript"
-REGENERATE = ".venv/bin/python web/scripts/export-openapi.py && (cd web && npm run gen:api)"
+REGENERATE = "make api-clients"
 
 
 def _export_script():
