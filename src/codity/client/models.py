@@ -21,6 +21,12 @@ class BackoffStrategy(StrEnum):
     exponential = 'exponential'
 
 
+class ChartWindow(StrEnum):
+    field_1h = '1h'
+    field_24h = '24h'
+    field_7d = '7d'
+
+
 class CronPreview(BaseModel):
     cron_expression: Annotated[str, Field(title='Cron Expression')]
     has_seconds: Annotated[bool, Field(title='Has Seconds')]
@@ -133,6 +139,31 @@ class ExecutionStatus(StrEnum):
     lost = 'lost'
     released = 'released'
     cancelled = 'cancelled'
+
+
+class HandlerPoint(BaseModel):
+    at: Annotated[AwareDatetime, Field(title='At')]
+    completed: Annotated[int, Field(title='Completed')]
+    failed: Annotated[int, Field(title='Failed')]
+    run_p50_ms: Annotated[
+        float | None, Field(description='handler start -> finish', title='Run P50 Ms')
+    ]
+    run_p95_ms: Annotated[float | None, Field(title='Run P95 Ms')]
+
+
+class HandlerSeries(BaseModel):
+    completed: Annotated[
+        int, Field(description='over the whole window', title='Completed')
+    ]
+    failed: Annotated[int, Field(title='Failed')]
+    handler: Annotated[str, Field(title='Handler')]
+    points: Annotated[list[HandlerPoint], Field(title='Points')]
+    queue_id: Annotated[UUID, Field(title='Queue Id')]
+    queue_name: Annotated[str, Field(title='Queue Name')]
+    run_p50_ms: Annotated[
+        float | None, Field(description='over the whole window', title='Run P50 Ms')
+    ]
+    run_p95_ms: Annotated[float | None, Field(title='Run P95 Ms')]
 
 
 class DelayS(RootModel[float]):
@@ -521,6 +552,24 @@ class QueueDepth(BaseModel):
     waiting: Annotated[int | None, Field(title='Waiting')] = 0
 
 
+class QueuePoint(BaseModel):
+    at: Annotated[AwareDatetime, Field(description='start of the bucket', title='At')]
+    completed: Annotated[int, Field(title='Completed')]
+    depth: Annotated[
+        int | None,
+        Field(
+            description='waiting + scheduled + queued, sampled; null: no sample',
+            title='Depth',
+        ),
+    ]
+    failed: Annotated[int, Field(title='Failed')]
+    running: Annotated[int | None, Field(title='Running')]
+    wait_p50_ms: Annotated[
+        float | None, Field(description='run_at -> handler start', title='Wait P50 Ms')
+    ]
+    wait_p95_ms: Annotated[float | None, Field(title='Wait P95 Ms')]
+
+
 class ConcurrencyLimit1(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=100000, title='Concurrency Limit')]
 
@@ -836,10 +885,30 @@ class WorkerCounts(BaseModel):
     stopped: Annotated[int, Field(title='Stopped')]
 
 
+class WorkerPoint(BaseModel):
+    at: Annotated[AwareDatetime, Field(title='At')]
+    completed: Annotated[int, Field(title='Completed')]
+    failed: Annotated[int, Field(title='Failed')]
+    in_flight: Annotated[
+        int | None,
+        Field(
+            description="this project's jobs leased to it, sampled", title='In Flight'
+        ),
+    ]
+
+
 class WorkerQueue(BaseModel):
     id: Annotated[UUID, Field(title='Id')]
     name: Annotated[str, Field(title='Name')]
     project_id: Annotated[UUID, Field(title='Project Id')]
+
+
+class WorkerSeries(BaseModel):
+    hostname: Annotated[str, Field(title='Hostname')]
+    pid: Annotated[int, Field(title='Pid')]
+    points: Annotated[list[WorkerPoint], Field(title='Points')]
+    status: Annotated[str, Field(title='Status')]
+    worker_id: Annotated[UUID, Field(title='Worker Id')]
 
 
 class WorkerStatus(StrEnum):
@@ -929,6 +998,26 @@ class ApiKeyPublic(BaseModel):
 class ApiKeysPage(BaseModel):
     items: Annotated[list[ApiKeyPublic], Field(title='Items')]
     next_cursor: Annotated[str | None, Field(title='Next Cursor')]
+
+
+class Charts(BaseModel):
+    bucket_minutes: Annotated[
+        int,
+        Field(
+            description='minutes per point: 1 (1h), 15 (24h) or 60 (7d)',
+            title='Bucket Minutes',
+        ),
+    ]
+    handlers: Annotated[list[HandlerSeries], Field(title='Handlers')]
+    queue: Annotated[
+        list[QueuePoint],
+        Field(
+            description='the selected queues together, one per bucket', title='Queue'
+        ),
+    ]
+    start: Annotated[AwareDatetime, Field(title='Start')]
+    window: ChartWindow
+    workers: Annotated[list[WorkerSeries], Field(title='Workers')]
 
 
 class EnqueuedJobPublic(BaseModel):
