@@ -30,4 +30,17 @@ def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
     engine_rows = _rows(text, "| engine ceiling | codity (median) |")
     assert len(peer_rows) == 4, "throughput and three latency percentiles beside the peer"
     assert len(engine_rows) == 1
-    assert render_report(machine.group(1), peer_rows, engine_rows, int(runs.group(1))) == text
+    recovery_header = "| recovery (real processes) | codity (median) |"
+    recovery_rows = _rows(text, recovery_header) if recovery_header in text else None
+    assert (
+        render_report(machine.group(1), peer_rows, engine_rows, int(runs.group(1)), recovery_rows)
+        == text
+    )
+
+
+def test_recovery_rows_render_and_read_back() -> None:
+    rows = [["re-run after SIGKILL (lease 1500 ms, tick 200 ms)", "1,612 ms = 1.07 leases"]]
+    text = render_report("m", [["a", "b", "c", "d"]], [["e", "f"]], 3, rows)
+    assert "**recovery**" in text
+    assert _rows(text, "| recovery (real processes) | codity (median) |") == rows
+    assert "recovery" not in render_report("m", [["a", "b", "c", "d"]], [["e", "f"]], 3)

@@ -203,6 +203,32 @@ def _enqueue_rows(server: str, jobs: int, runs: int, peer: bool) -> list[list[st
     return [row, cli_row]
 
 
+def _recovery_rows(server: str, runs: int) -> list[list[str]]:
+    from codity.cli import bench_recovery as r
+
+    results = []
+    for i in range(runs):
+        results.append(asyncio.run(r.recovery(server)))
+        console.print(
+            f"  run {i + 1}: re-run after SIGKILL {results[-1].rerun_ms:.0f} ms, "
+            f"drain {results[-1].drain_ms:.0f} ms",
+            highlight=False,
+        )
+    rerun = [x.rerun_ms for x in results]
+    drain = [x.drain_ms for x in results]
+    return [
+        [
+            f"re-run after SIGKILL (lease {r.LEASE_MS} ms, tick {r.TICK_MS} ms)",
+            f"{_b().median(rerun):,.0f} ms = {_b().median(rerun) / r.LEASE_MS:.2f} leases "
+            f"(min {min(rerun):,.0f}, max {max(rerun):,.0f})",
+        ],
+        [
+            f"drain on SIGTERM, a job in flight (grace {r.GRACE_MS} ms)",
+            f"{_b().median(drain):,.0f} ms (min {min(drain):,.0f}, max {max(drain):,.0f})",
+        ],
+    ]
+
+
 def _show(rows: list[list[str]], peer: bool) -> None:
     table = Table(show_header=True, header_style="bold")
     for header in (
@@ -274,6 +300,14 @@ def enqueue_command(
         _show(_enqueue_rows(server, jobs, runs, peer), peer)
 
 
+@app.command("recovery")
+@friendly_errors
+def recovery_command(runs: RunsOption = 3, dsn: DsnOption = None) -> None:
+    """Real worker/scheduler processes: SIGKILL -> the job re-run elsewhere; SIGTERM -> exit."""
+    with _server(dsn) as server:
+        _show(_recovery_rows(server, runs), False)
+
+
 async def _server_version(server: str) -> str:
     conn = await asyncpg.connect(plain_dsn(server))
     try:
@@ -295,20 +329,27 @@ def report_command(
         throughput_rows = _throughput_rows(server, 20_000, 2, 100, runs, True)
         latency_rows = _latency_rows(server, 1000, 200.0, max(1, runs // 2), True)
         engine_rows = _engine_rows(server, 20_000, 4, 500, runs)
+        recovery_rows = _recovery_rows(server, max(1, runs // 2))
         pg_version = asyncio.run(_server_version(server))
     _show(throughput_rows + latency_rows, True)
-    _show(engine_rows, False)
+    _show(engine_rows + recovery_rows, False)
     machine = (
         f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
         f"PostgreSQL {pg_version} (a throwaway local cluster, fsync off, unless `--dsn` was given). "
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."
     )
-    output.write_text(render_report(machine, throughput_rows + latency_rows, engine_rows, runs))
+    output.write_text(
+        render_report(machine, throughput_rows + latency_rows, engine_rows, runs, recovery_rows)
+    )
     console.print(f"[green]wrote[/] {output}")
 
 
 def render_report(
-    machine: str, peer_rows: list[list[str]], engine_rows: list[list[str]], runs: int
+    machine: str,
+    peer_rows: list[list[str]],
+    engine_rows: list[list[str]],
+    runs: int,
+    recovery_rows: list[list[str]] | None = None,
 ) -> str:
     """docs/BENCHMARKS.md from measured rows. Pure, so a test can re-render the committed file
     from its own figures and catch a hand edit or a template change never regenerated."""
@@ -331,6 +372,16 @@ def render_report(
         "|---|---|",
         *(f"| {' | '.join(row)} |" for row in engine_rows),
         "",
+        *(
+            [
+                "| recovery (real processes) | codity (median) |",
+                "|---|---|",
+                *(f"| {' | '.join(row)} |" for row in recovery_rows),
+                "",
+            ]
+            if recovery_rows
+            else []
+        ),
         "## How each figure is measured",
         "",
         "- **throughput**: N no-op jobs are enqueued first (`core.enqueue_many`), then W workers start",
@@ -341,6 +392,17 @@ def render_report(
         "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate; the handler",
         "  records `now - enqueue time`. The worker wakes on NOTIFY, not on its poll interval.",
         "- **engine**: `core.claim` + `core.complete` in loops, no handler: the cost of the protocol.",
+        *(
+            [
+                "- **recovery** (`codity bench recovery`): two `codity worker` processes and a",
+                "  `codity scheduler`; the worker running a long job is SIGKILLed, timed until the job is",
+                "  leased again by the other worker (floor: the lease plus up to one tick); then that",
+                "  worker gets SIGTERM, timed until it has exited (floor: the grace period). No peer",
+                "  column: pgqueuer has no leases to compare.",
+            ]
+            if recovery_rows
+            else []
+        ),
         "",
         f"Regenerate: `codity bench report --runs {runs}` (about five minutes).",
         "",
