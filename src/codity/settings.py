@@ -45,6 +45,14 @@ class Settings(BaseSettings):
         default="development", alias="CODITY_ENV"
     )
     database_url: str | None = Field(default=None, alias="DATABASE_URL")
+    #: A session-capable connection for the worker's LISTEN when DATABASE_URL goes through a
+    #: transaction-mode pooler (PgBouncer), where LISTEN cannot work. Unset: DATABASE_URL.
+    database_direct_url: str | None = Field(default=None, alias="DATABASE_DIRECT_URL")
+    #: asyncpg's prepared-statement cache per connection; 0 behind PgBouncer in transaction
+    #: mode (before 1.21 it cannot carry named prepared statements between server connections).
+    database_statement_cache_size: int = Field(
+        default=100, alias="DATABASE_STATEMENT_CACHE_SIZE", ge=0
+    )
 
     jwt_secret: str = Field(default="", alias="JWT_SECRET")
     jwt_refresh_secret: str = Field(default="", alias="JWT_REFRESH_SECRET")

@@ -21,13 +21,27 @@ async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
         )
 
 
-async def connect(url: str, *, application_name: str = "codity") -> asyncpg.Connection[Any]:
+def _statement_cache_size(given: int | None) -> int:
+    """DATABASE_STATEMENT_CACHE_SIZE unless the caller says: 0 behind PgBouncer in transaction
+    mode, where asyncpg then uses unnamed statements only (Parse/Describe/Flush and
+    Bind/Execute/Sync: one server connection from parse to sync)."""
+    if given is not None:
+        return given
+    from codity.settings import get_settings
+
+    return get_settings().database_statement_cache_size
+
+
+async def connect(
+    url: str, *, application_name: str = "codity", statement_cache_size: int | None = None
+) -> asyncpg.Connection[Any]:
     """One connection; raises `DatabaseUnavailableError` with a readable message on failure."""
     try:
         conn: asyncpg.Connection[Any] = await asyncpg.connect(
             plain_dsn(url),
             timeout=CONNECT_TIMEOUT_S,
             server_settings={"application_name": application_name},
+            statement_cache_size=_statement_cache_size(statement_cache_size),
         )
     except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
         raise DatabaseUnavailableError(
@@ -38,7 +52,12 @@ async def connect(url: str, *, application_name: str = "codity") -> asyncpg.Conn
 
 
 async def create_pool(
-    url: str, *, min_size: int = 1, max_size: int = 10, application_name: str = "codity"
+    url: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    application_name: str = "codity",
+    statement_cache_size: int | None = None,
 ) -> asyncpg.Pool[Any]:
     """A pool; raises `DatabaseUnavailableError` with a readable message on failure."""
     try:
@@ -49,6 +68,7 @@ async def create_pool(
             init=_init_connection,
             timeout=CONNECT_TIMEOUT_S,
             server_settings={"application_name": application_name},
+            statement_cache_size=_statement_cache_size(statement_cache_size),
         )
     except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
         raise DatabaseUnavailableError(

@@ -20,6 +20,12 @@ class WorkerConfig:
     version: str
     #: How often a worker serving every queue looks for new queues.
     queue_refresh_ms: int = 10_000
+    #: Where the notifier LISTENs (DATABASE_DIRECT_URL): a session, not a transaction pooler.
+    direct_database_url: str | None = None
+
+    @property
+    def listen_database_url(self) -> str:
+        return self.direct_database_url or self.database_url
 
     @classmethod
     def from_settings(
@@ -40,4 +46,5 @@ class WorkerConfig:
             poll_interval_ms=settings.worker_poll_interval_ms,
             shutdown_grace_ms=settings.shutdown_grace_ms,
             version=version,
+            direct_database_url=settings.database_direct_url,
         )

@@ -147,7 +147,7 @@ class Worker:
     async def _serve(self, stop: asyncio.Event) -> None:
         self._completer = Completer(self._pool, write_lock=self._write_lock)
         notifier = Notifier(
-            self.config.database_url,
+            self.config.listen_database_url,  # DATABASE_DIRECT_URL: LISTEN needs a session
             queue_ids=lambda: self._queue_id_strings,
             wake=self._wake.set,
         )

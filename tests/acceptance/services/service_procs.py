@@ -70,6 +70,9 @@ class Procs:
                 return path.read_text(errors="replace")
         return ""
 
+    def started_named(self, name: str) -> subprocess.Popen[bytes]:
+        return next(p for label, p, _ in self.started if label == name)
+
     def dump(self) -> str:
         out = []
         for label, proc, path in self.started:
