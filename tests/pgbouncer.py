@@ -4,7 +4,6 @@ a test in front of the suite's PostgreSQL on a free port, and stopped after."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
