@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -132,3 +133,200 @@ async def make_finished_attempt(
         error,
     )
     return job_id
+
+
+async def make_project(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], org_id: uuid.UUID, slug: str | None = None
+) -> uuid.UUID:
+    """Another project in an existing organisation."""
+    slug = slug or f"p-{uuid.uuid4().hex[:8]}"
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        "INSERT INTO projects (org_id, name, slug) VALUES ($1, $2, $2) RETURNING id", org_id, slug
+    )
+
+
+async def make_user(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    email: str | None = None,
+    *,
+    password_hash: str = "unused",
+    display_name: str | None = None,
+) -> uuid.UUID:
+    """A user row. `password_hash` is stored as given: pass a real argon2 hash to sign in."""
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        "INSERT INTO users (email, password_hash, display_name) VALUES ($1, $2, $3) RETURNING id",
+        email or f"user-{uuid.uuid4().hex[:8]}@example.test",
+        password_hash,
+        display_name,
+    )
+
+
+async def make_membership(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    org_id: uuid.UUID,
+    user_id: uuid.UUID,
+    role: str = "member",
+) -> None:
+    await conn.execute(
+        "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)",
+        org_id,
+        user_id,
+        str(role),
+    )
+
+
+async def make_job(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    queue_id: uuid.UUID,
+    *,
+    handler: str = "h",
+    status: str = "queued",
+    payload: Any = None,
+    max_attempts: int = 3,
+    attempt: int = 0,
+    idempotency_key: str | None = None,
+    worker_id: uuid.UUID | None = None,
+    leased: bool = False,
+) -> int:
+    """A job row as it sits in a status, written directly (not through core.enqueue): for the
+    schema's promises, reads and isolation tests that need a row, not the enqueue path.
+    `leased`: a lease running 30 s from now."""
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO jobs (queue_id, handler, payload, status, max_attempts, attempt,
+                             idempotency_key, worker_id, lock_expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+                   CASE WHEN $9 THEN now() + interval '30 seconds' END)
+           RETURNING id""",
+        queue_id,
+        handler,
+        payload if payload is not None else {},
+        status,
+        max_attempts,
+        attempt,
+        idempotency_key,
+        worker_id,
+        leased,
+    )
+
+
+async def make_schedule(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    queue_id: uuid.UUID,
+    *,
+    next_run_at: Any,
+    name: str | None = None,
+    cron: str = "* * * * *",
+    handler: str = "noop",
+    payload: Any = None,
+    enabled: bool = True,
+) -> uuid.UUID:
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, payload, enabled,
+                                       next_run_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id""",
+        queue_id,
+        name or f"s-{uuid.uuid4().hex[:8]}",
+        cron,
+        handler,
+        payload if payload is not None else {},
+        enabled,
+        next_run_at,
+    )
+
+
+async def make_dead_letter(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    queue_id: uuid.UUID,
+    *,
+    handler: str = "noop",
+    payload: Any = None,
+    error: str = "boom",
+    attempts: int = 3,
+    job_id: int | None = None,
+) -> uuid.UUID:
+    """A dead-letter copy (with or without its job row, as after a purge)."""
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
+           VALUES ($1, $2, $3, $4, $5, $6) RETURNING id""",
+        job_id,
+        queue_id,
+        handler,
+        payload if payload is not None else {},
+        error,
+        attempts,
+    )
+
+
+async def make_execution(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    job_id: int,
+    queue_id: uuid.UUID,
+    *,
+    status: str = "completed",
+    execution_seq: int = 1,
+    attempt: int = 1,
+    worker_id: uuid.UUID | None = None,
+    started_at: Any = None,
+    finished_at: Any = None,
+) -> None:
+    """An attempt's execution row (finished_at defaults to now)."""
+    await conn.execute(
+        """INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status,
+                                       started_at, finished_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()))""",
+        job_id,
+        queue_id,
+        execution_seq,
+        attempt,
+        worker_id,
+        status,
+        started_at,
+        finished_at,
+    )
+
+
+async def make_api_key(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    project_id: uuid.UUID,
+    *,
+    name: str | None = None,
+    prefix: str = "cdy_xxxxxxxx",
+    key_hash: bytes | None = None,
+    role: str = "member",
+) -> uuid.UUID:
+    """An API key row whose secret nobody knows (a random hash): for ownership and isolation."""
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO api_keys (project_id, name, prefix, key_hash, role)
+           VALUES ($1, $2, $3, $4, $5) RETURNING id""",
+        project_id,
+        name or f"k-{uuid.uuid4().hex[:8]}",
+        prefix,
+        key_hash if key_hash is not None else os.urandom(32),
+        role,
+    )
+
+
+async def make_job_log(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    job_id: int,
+    *,
+    execution_seq: int = 1,
+    level: str = "info",
+    message: str = "hi",
+) -> None:
+    await conn.execute(
+        "INSERT INTO job_logs (job_id, execution_seq, level, message) VALUES ($1, $2, $3, $4)",
+        job_id,
+        execution_seq,
+        level,
+        message,
+    )
+
+
+async def make_rollup_state(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], done_until: Any, name: str = "minute"
+) -> None:
+    """Where the stats rollup starts: minutes before `done_until` count as already rolled up."""
+    await conn.execute(
+        "INSERT INTO stats_rollup_state (name, done_until) VALUES ($1, $2)", name, done_until
+    )

@@ -12,13 +12,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
-from tests.factories import make_queue, make_tenant
+from tests.factories import make_queue, make_schedule, make_tenant
 from typer.testing import CliRunner
 
 from codity.cli import app
@@ -213,21 +214,22 @@ def cli_in_process(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterat
     get_settings.cache_clear()
 
 
-def _sql(url: str, statement: str, *args: Any) -> Any:
-    async def go() -> Any:
-        conn = await connect(url)
-        try:
-            return await conn.fetchval(statement, *args)
-        finally:
-            await conn.close()
+async def _with_conn(url: str, use: Callable[[Any], Awaitable[Any]]) -> Any:
+    conn = await connect(url)
+    try:
+        return await use(conn)
+    finally:
+        await conn.close()
 
-    return asyncio.run(go())
+
+def _sql(url: str, statement: str, *args: Any) -> Any:
+    return asyncio.run(_with_conn(url, lambda conn: conn.fetchval(statement, *args)))
 
 
 def test_reset_asks_first_and_changes_nothing_when_refused(
     cli_in_process: CliRunner, database_url: str
 ) -> None:
-    _sql(database_url, "INSERT INTO organizations (name, slug) VALUES ('Keep', 'keep')")
+    asyncio.run(_with_conn(database_url, lambda conn: make_tenant(conn, "keep")))
 
     refused = cli_in_process.invoke(app, ["db", "reset"], input="n\n")
     assert refused.exit_code != 0
@@ -250,11 +252,8 @@ def test_resume_unpauses_every_queue_and_enables_every_schedule(
             for paused in (True, True, False):
                 await make_queue(conn, tenant.project_id, is_paused=paused)
             queue_id = await make_queue(conn, tenant.project_id)
-            await conn.execute(
-                """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, enabled,
-                                               next_run_at)
-                   VALUES ($1, 'off', '* * * * *', 'noop', false, now())""",
-                queue_id,
+            await make_schedule(
+                conn, queue_id, name="off", enabled=False, next_run_at=datetime.now(UTC)
             )
         finally:
             await conn.close()

@@ -25,6 +25,7 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
+from tests.factories import make_membership, make_user
 
 from codity.api.app import create_app
 from codity.domain.passwords import hash_password
@@ -177,18 +178,10 @@ def make_org_user(
     async def make(role: str, *, of: Session | None = None) -> Session:
         base = of or owner
         email = unique_email(role)
-        user_id = await api_db.fetchval(
-            "INSERT INTO users (email, password_hash, display_name) VALUES ($1, $2, $3) RETURNING id",
-            email,
-            _PASSWORD_HASH,
-            f"A {role}",
+        user_id = await make_user(
+            api_db, email, password_hash=_PASSWORD_HASH, display_name=f"A {role}"
         )
-        await api_db.execute(
-            "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)",
-            base.org_id,
-            user_id,
-            role,
-        )
+        await make_membership(api_db, base.org_id, user_id, role)
         r = await login(client, email)
         assert r.status_code == 200, r.text
         tokens = r.json()

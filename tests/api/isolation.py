@@ -11,15 +11,23 @@ running it against an app mounted without the guard.
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 import httpx
+from tests.factories import (
+    make_api_key,
+    make_dead_letter,
+    make_job,
+    make_queue,
+    make_retry_policy,
+    make_schedule,
+)
 
 from codity.api.routing import API_PREFIX, Route, Scope
 from codity.db.tables import metadata
@@ -54,39 +62,17 @@ async def snapshot(conn: asyncpg.Connection[Any]) -> dict[str, str]:
 async def seed(conn: asyncpg.Connection[Any], project_id: uuid.UUID) -> dict[str, Any]:
     """Fresh victim resources for one probe, so no probe depends on what an earlier one did."""
     tag = uuid.uuid4().hex[:8]
-    policy_id = await conn.fetchval(
-        """INSERT INTO retry_policies (project_id, name, strategy, base_delay_ms, max_delay_ms,
-                                       max_attempts) VALUES ($1, $2, 'fixed', 10, 10, 3) RETURNING id""",
-        project_id,
-        f"p-{tag}",
+    policy_id = await make_retry_policy(
+        conn, project_id, strategy="fixed", base_delay_ms=10, max_delay_ms=10, max_attempts=3
     )
     queue_name = f"q-{tag}"
-    queue_id = await conn.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, $2) RETURNING id", project_id, queue_name
+    queue_id = await make_queue(conn, project_id, name=queue_name)
+    job_id = await make_job(conn, queue_id, handler="noop", payload={"secret": "victim"})
+    schedule_id = await make_schedule(
+        conn, queue_id, name=f"s-{tag}", next_run_at=datetime.now(UTC) + timedelta(hours=1)
     )
-    job_id = await conn.fetchval(
-        """INSERT INTO jobs (queue_id, handler, payload, status, max_attempts)
-           VALUES ($1, 'noop', '{"secret": "victim"}'::jsonb, 'queued', 3) RETURNING id""",
-        queue_id,
-    )
-    schedule_id = await conn.fetchval(
-        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
-           VALUES ($1, $2, '* * * * *', 'noop', now() + interval '1 hour') RETURNING id""",
-        queue_id,
-        f"s-{tag}",
-    )
-    dead_letter_id = await conn.fetchval(
-        """INSERT INTO dead_letter_jobs (queue_id, handler, payload, error, attempts)
-           VALUES ($1, 'noop', '{}'::jsonb, 'boom', 3) RETURNING id""",
-        queue_id,
-    )
-    key_id = await conn.fetchval(
-        """INSERT INTO api_keys (project_id, name, prefix, key_hash, role)
-           VALUES ($1, $2, 'cdy_xxxxxxxx', $3, 'member') RETURNING id""",
-        project_id,
-        f"k-{tag}",
-        os.urandom(32),
-    )
+    dead_letter_id = await make_dead_letter(conn, queue_id)
+    key_id = await make_api_key(conn, project_id, name=f"k-{tag}")
     return {
         "project_id": project_id,
         "policy_id": policy_id,

@@ -16,7 +16,7 @@ import asyncpg
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
-from tests.factories import make_tenant
+from tests.factories import make_membership, make_tenant, make_user
 
 from codity.api.app import create_app
 from codity.api.tokens import issue_access_token
@@ -54,16 +54,8 @@ class ProjectApi:
     async def member(self, role: MemberRole, org_id: uuid.UUID | None = None) -> dict[str, str]:
         """Headers of a new user holding `role` in `org_id` (default: this org)."""
         org = org_id or self.org_id
-        user_id = await self.pool.fetchval(
-            "INSERT INTO users (email, password_hash) VALUES ($1, 'unused') RETURNING id",
-            f"{role.value}-{uuid.uuid4().hex[:8]}@example.test",
-        )
-        await self.pool.execute(
-            "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)",
-            org,
-            user_id,
-            role.value,
-        )
+        user_id = await make_user(self.pool, f"{role.value}-{uuid.uuid4().hex[:8]}@example.test")
+        await make_membership(self.pool, org, user_id, role.value)
         token = issue_access_token(self.settings, user_id=user_id, org_id=org, role=role)
         return {"Authorization": f"Bearer {token}"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import jwt
 from tests.api.conftest import API, PASSWORD, Session, login, register_and_login, unique_email
+from tests.factories import make_membership
 
 
 async def test_register_creates_owner_org_and_default_project(
@@ -145,11 +146,7 @@ async def test_refresh_tokens_are_stored_hashed(
 
 async def test_switch_org(client: httpx.AsyncClient, owner: Session, api_db) -> None:  # type: ignore[no-untyped-def]
     second = await register_and_login(client, org_name="Second")
-    await api_db.execute(
-        "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'viewer')",
-        second.org_id,
-        owner.user_id,
-    )
+    await make_membership(api_db, second.org_id, owner.user_id, "viewer")
     r = await client.post(
         f"{API}/auth/switch-org", json={"org_id": str(second.org_id)}, headers=owner.headers
     )

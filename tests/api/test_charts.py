@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from tests.api.project_api import assert_error, project_api
-from tests.factories import make_finished_attempt, make_queue, make_worker
+from tests.factories import make_finished_attempt, make_queue, make_rollup_state, make_worker
 
 from codity import core
 from codity.core.stats import floor_minute
@@ -19,9 +19,7 @@ async def test_points_come_from_the_rollups_not_from_jobs(database_url: str) -> 
         worker = await make_worker(api.pool, "host-a")
         now = datetime.now(UTC)
         minute = floor_minute(now) - timedelta(minutes=3)
-        await api.pool.execute(
-            "INSERT INTO stats_rollup_state (name, done_until) VALUES ('minute', $1)", minute
-        )
+        await make_rollup_state(api.pool, minute)
         for i in range(4):
             at = minute + timedelta(seconds=i)
             await make_finished_attempt(

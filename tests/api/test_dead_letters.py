@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
+from tests.factories import make_dead_letter, make_queue
 
 from codity import core
 
@@ -106,14 +107,8 @@ async def test_foreign_or_unknown_ids_touch_nothing(api: ProjectApi) -> None:
     await _dead_letter(api, "a", 1)
     mine = (await api.get("/dead-letters")).json()["items"][0]["id"]
     other_project, _ = await api.outsider()
-    other_queue = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs') RETURNING id", other_project
-    )
-    theirs = await api.pool.fetchval(
-        """INSERT INTO dead_letter_jobs (queue_id, handler, payload, error, attempts)
-           VALUES ($1, 'h', '{}'::jsonb, 'x', 1) RETURNING id""",
-        other_queue,
-    )
+    other_queue = await make_queue(api.pool, other_project, name="theirs")
+    theirs = await make_dead_letter(api.pool, other_queue, handler="h", error="x", attempts=1)
     assert_error(await api.post(f"/dead-letters/{theirs}/replay"), 404, "dead_letter_not_found")
     assert_error(await api.delete(f"/dead-letters/{theirs}"), 404, "dead_letter_not_found")
     # A mixed list is refused whole: mine is not replayed either.

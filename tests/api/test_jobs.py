@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
+from tests.factories import make_queue
 
 from codity import core
 from codity.domain.states import MemberRole
@@ -216,9 +217,7 @@ async def test_cancel_and_retry_go_through_the_lifecycle(api: ProjectApi) -> Non
 async def test_unknown_and_foreign_jobs_are_not_found(api: ProjectApi) -> None:
     await api.queue("mine")
     other_project, other_headers = await api.outsider()
-    other_queue = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs') RETURNING id", other_project
-    )
+    other_queue = await make_queue(api.pool, other_project, name="theirs")
     theirs = (
         await api.client.post(
             f"/api/v1/projects/{other_project}/jobs",
@@ -290,9 +289,7 @@ async def test_a_bulk_over_the_limit_stores_nothing(api: ProjectApi) -> None:
 async def test_dependencies_and_policies_of_other_tenants_are_unknown(api: ProjectApi) -> None:
     await api.queue("mine")
     other_project, other_headers = await api.outsider()
-    await api.pool.execute(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs')", other_project
-    )
+    await make_queue(api.pool, other_project, name="theirs")
     theirs = await api.client.post(
         f"/api/v1/projects/{other_project}/jobs",
         json={"queue": "theirs", "handler": "h"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
+from tests.factories import make_project, make_queue
 
 from codity import core
 from codity.domain.states import MemberRole
@@ -129,13 +130,8 @@ async def test_delete_refused_while_jobs_run(api: ProjectApi) -> None:
 
 async def test_other_project_queue_is_not_found(api: ProjectApi) -> None:
     """A queue id of another project (same org) is 404 even through this project's path."""
-    other_project = await api.pool.fetchval(
-        "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'Other', 'other') RETURNING id",
-        api.org_id,
-    )
-    other_queue = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs') RETURNING id", other_project
-    )
+    other_project = await make_project(api.pool, api.org_id, "other")
+    other_queue = await make_queue(api.pool, other_project, name="theirs")
     assert_error(await api.get(f"/queues/{other_queue}"), 404, "queue_not_found")
     assert_error(await api.post(f"/queues/{other_queue}/pause"), 404, "queue_not_found")
     assert not await api.pool.fetchval("SELECT is_paused FROM queues WHERE id = $1", other_queue)

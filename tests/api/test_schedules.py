@@ -6,6 +6,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
+from tests.factories import make_queue, make_schedule
 
 from codity.domain.cron import next_fire_times
 
@@ -130,13 +131,9 @@ async def test_delete_and_foreign_schedules(api: ProjectApi) -> None:
     await api.queue("cron")
     s = await _schedule(api)
     other_project, _ = await api.outsider()
-    other_queue = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs') RETURNING id", other_project
-    )
-    theirs = await api.pool.fetchval(
-        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
-           VALUES ($1, 's', '* * * * *', 'h', now()) RETURNING id""",
-        other_queue,
+    other_queue = await make_queue(api.pool, other_project, name="theirs")
+    theirs = await make_schedule(
+        api.pool, other_queue, name="s", handler="h", next_run_at=datetime.now(UTC)
     )
     for method, path in (
         ("GET", ""),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -24,7 +25,17 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.python import asgi as schemathesis_asgi
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 from tests.api.project_api import api_settings, module_database
-from tests.factories import make_tenant
+from tests.factories import (
+    make_dead_letter,
+    make_job,
+    make_membership,
+    make_project,
+    make_queue,
+    make_retry_policy,
+    make_schedule,
+    make_tenant,
+    make_user,
+)
 
 from codity.api.app import create_app
 from codity.api.tokens import issue_access_token
@@ -46,44 +57,21 @@ class Seeded:
 
 async def _seed(conn: asyncpg.Connection[Any], database_url: str) -> Seeded:
     tenant = await make_tenant(conn)
-    user_id = await conn.fetchval(
-        "INSERT INTO users (email, password_hash) VALUES ('owner@example.test', 'x') RETURNING id"
-    )
-    await conn.execute(
-        "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'owner')",
-        tenant.org_id,
-        user_id,
-    )
+    user_id = await make_user(conn, "owner@example.test", password_hash="x")
+    await make_membership(conn, tenant.org_id, user_id, "owner")
 
     async def queue(name: str) -> uuid.UUID:
-        qid: uuid.UUID = await conn.fetchval(
-            "INSERT INTO queues (project_id, name) VALUES ($1, $2) RETURNING id",
-            tenant.project_id,
-            name,
-        )
-        return qid
+        return await make_queue(conn, tenant.project_id, name=name)
 
     async def rows(queue_id: uuid.UUID, suffix: str) -> dict[str, str]:
-        job = await conn.fetchval(
-            "INSERT INTO jobs (queue_id, handler, status, max_attempts) VALUES ($1, 'h', 'queued', 3) RETURNING id",
-            queue_id,
-        )
-        schedule = await conn.fetchval(
-            """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
-               VALUES ($1, $2, '*/5 * * * *', 'h', now() + interval '5 minutes') RETURNING id""",
-            queue_id,
-            f"s-{suffix}",
-        )
-        dead = await conn.fetchval(
-            """INSERT INTO dead_letter_jobs (queue_id, handler, payload, error, attempts)
-               VALUES ($1, 'h', '{"a": 1}'::jsonb, 'boom', 3) RETURNING id""",
-            queue_id,
-        )
-        policy = await conn.fetchval(
-            """INSERT INTO retry_policies (project_id, name, strategy, base_delay_ms, max_delay_ms, max_attempts)
-               VALUES ($1, $2, 'exponential', 100, 1000, 3) RETURNING id""",
-            tenant.project_id,
-            f"p-{suffix}",
+        job = await make_job(conn, queue_id)
+        schedule = await make_schedule(
+            conn, queue_id, name=f"s-{suffix}", cron="*/5 * * * *", handler="h",
+            next_run_at=datetime.now(UTC) + timedelta(minutes=5),
+        )  # fmt: skip
+        dead = await make_dead_letter(conn, queue_id, handler="h", payload={"a": 1})
+        policy = await make_retry_policy(
+            conn, tenant.project_id, base_delay_ms=100, max_delay_ms=1000, max_attempts=3
         )
         return {
             "job_id": str(job),
@@ -94,10 +82,7 @@ async def _seed(conn: asyncpg.Connection[Any], database_url: str) -> Seeded:
 
     main_queue = await queue("main")
     doomed_queue = await queue("doomed")
-    spare_project = await conn.fetchval(
-        "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'Spare', 'spare') RETURNING id",
-        tenant.org_id,
-    )
+    spare_project = await make_project(conn, tenant.org_id, "spare")
     settings_ = api_settings(database_url)
     token = issue_access_token(
         settings_, user_id=user_id, org_id=tenant.org_id, role=MemberRole.OWNER

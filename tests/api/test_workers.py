@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
+from tests.factories import make_queue
 
 from codity import core
 from codity.domain.states import MemberRole, WorkerStatus
@@ -27,9 +28,7 @@ async def _worker(api: ProjectApi, queue_ids: list[uuid.UUID], hostname: str) ->
 async def test_org_and_project_lists_show_only_my_queues(api: ProjectApi) -> None:
     mine = uuid.UUID((await api.queue("mine"))["id"])
     other_project, other_headers = await api.outsider()
-    theirs = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs') RETURNING id", other_project
-    )
+    theirs = await make_queue(api.pool, other_project, name="theirs")
     shared = await _worker(api, [mine, theirs], "shared-host")
     await _worker(api, [theirs], "their-host")
 

@@ -7,13 +7,24 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from sqlalchemy import CheckConstraint, UniqueConstraint
-from tests.factories import make_queue, make_retry_policy, make_tenant, make_worker
+from tests.factories import (
+    make_dead_letter,
+    make_execution,
+    make_job,
+    make_job_log,
+    make_queue,
+    make_retry_policy,
+    make_schedule,
+    make_tenant,
+    make_worker,
+)
 
 from codity.db.tables import MAX_PAYLOAD_BYTES, metadata
 from codity.domain.states import ALLOWED_TRANSITIONS, JobStatus
@@ -21,45 +32,15 @@ from codity.domain.states import ALLOWED_TRANSITIONS, JobStatus
 Conn = asyncpg.Connection  # the `db` fixture: asyncpg with jsonb decoded to Python values
 
 
-async def _job(
-    db: Conn,
-    queue_id: uuid.UUID,
-    *,
-    status: str = "queued",
-    payload: Any = None,
-    idempotency_key: str | None = None,
-    attempt: int = 0,
-    max_attempts: int = 3,
-    worker_id: uuid.UUID | None = None,
-    leased: bool = False,
-) -> int:
-    return await db.fetchval(  # type: ignore[no-any-return]
-        """INSERT INTO jobs (queue_id, handler, payload, status, idempotency_key, attempt,
-                             max_attempts, worker_id, lock_expires_at)
-           VALUES ($1, 'noop', $2, $3, $4, $5, $6, $7,
-                   CASE WHEN $8 THEN now() + interval '30 seconds' END)
-           RETURNING id""",
-        queue_id,
-        {} if payload is None else payload,
-        status,
-        idempotency_key,
-        attempt,
-        max_attempts,
-        worker_id,
-        leased,
-    )
+async def _job(db: Conn, queue_id: uuid.UUID, **fields: Any) -> int:
+    return await make_job(db, queue_id, handler="noop", **fields)
 
 
 async def _execution(
     db: Conn, job_id: int, queue_id: uuid.UUID, seq: int, worker_id: uuid.UUID | None
 ) -> None:
-    await db.execute(
-        """INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status)
-           VALUES ($1, $2, $3, $3, $4, 'failed')""",
-        job_id,
-        queue_id,
-        seq,
-        worker_id,
+    await make_execution(
+        db, job_id, queue_id, status="failed", execution_seq=seq, attempt=seq, worker_id=worker_id
     )
 
 
@@ -90,16 +71,14 @@ async def test_payload_at_the_cap_is_accepted_and_65_kb_is_rejected(db: Conn) ->
 async def test_other_payload_columns_are_capped_too(db: Conn, table: str) -> None:
     queue_id = await make_queue(db)
     big = _payload_of_size(MAX_PAYLOAD_BYTES + 1)
-    statements = {
-        "scheduled_jobs": """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler,
-                                                         payload, next_run_at)
-                             VALUES ($1, 'big', '* * * * *', 'noop', $2, now())""",
-        "dead_letter_jobs": """INSERT INTO dead_letter_jobs (queue_id, handler, payload, error,
-                                                             attempts)
-                               VALUES ($1, 'noop', $2, 'boom', 3)""",
-    }
+    insert = {
+        "scheduled_jobs": lambda: make_schedule(
+            db, queue_id, payload=big, next_run_at=datetime.now(UTC)
+        ),
+        "dead_letter_jobs": lambda: make_dead_letter(db, queue_id, payload=big),
+    }[table]
     with pytest.raises(asyncpg.CheckViolationError) as caught:
-        await db.execute(statements[table], queue_id, big)
+        await insert()
     assert caught.value.constraint_name == f"ck_{table}_payload_size"
 
 
@@ -167,21 +146,9 @@ async def test_deleting_a_project_cascades_to_everything_it_owns(db: Conn) -> No
     other_queue = await make_queue(db, other.project_id)
     job_id = await _job(db, queue_id, status="dead_letter", attempt=3)
     await _execution(db, job_id, queue_id, 1, None)
-    await db.execute(
-        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
-           VALUES ($1, 'every-minute', '* * * * *', 'noop', now())""",
-        queue_id,
-    )
-    await db.execute(
-        """INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
-           VALUES ($1, $2, 'noop', '{}', 'boom', 3)""",
-        job_id,
-        queue_id,
-    )
-    await db.execute(
-        "INSERT INTO job_logs (job_id, execution_seq, level, message) VALUES ($1, 1, 'info', 'hi')",
-        job_id,
-    )
+    await make_schedule(db, queue_id, name="every-minute", next_run_at=datetime.now(UTC))
+    await make_dead_letter(db, queue_id, job_id=job_id)
+    await make_job_log(db, job_id)
     await _job(db, other_queue)
 
     await db.execute("DELETE FROM projects WHERE id = $1", tenant.project_id)
@@ -208,11 +175,8 @@ async def test_a_dead_letter_survives_purging_its_job(db: Conn) -> None:
     queue_id = await make_queue(db)
     payload = {"to": "ada@example.com", "template": "receipt"}
     job_id = await _job(db, queue_id, status="dead_letter", attempt=3, payload=payload)
-    dl_id = await db.fetchval(
-        """INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
-           SELECT id, queue_id, handler, payload, 'SMTP 554 rejected', attempt FROM jobs
-           WHERE id = $1 RETURNING id""",
-        job_id,
+    dl_id = await make_dead_letter(
+        db, queue_id, job_id=job_id, payload=payload, error="SMTP 554 rejected", attempts=3
     )
 
     await db.execute("DELETE FROM jobs WHERE id = $1", job_id)

@@ -12,7 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 from tests.acceptance.services.service_procs import Procs, exit_code
-from tests.factories import make_queue, make_tenant
+from tests.factories import make_queue, make_schedule, make_tenant
 
 pytestmark = pytest.mark.slow
 
@@ -21,12 +21,9 @@ RUN_S = 10
 
 
 async def _schedule(db: asyncpg.Connection[Any], queue_id: Any, name: str, next_run_at: str) -> Any:
-    return await db.fetchval(
-        f"""INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
-            VALUES ($1, $2, '* * * * * *', 'noop', {next_run_at}) RETURNING id""",
-        queue_id,
-        name,
-    )
+    """Every second; `next_run_at` is an SQL expression, evaluated on the database's clock."""
+    at = await db.fetchval(f"SELECT {next_run_at}")
+    return await make_schedule(db, queue_id, name=name, cron="* * * * * *", next_run_at=at)
 
 
 def _fire_time(key: str) -> datetime:

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 import asyncpg
+from tests.factories import make_worker
 
 
 async def job_row(db: asyncpg.Connection[Any], job_id: int) -> asyncpg.Record:
@@ -27,6 +28,4 @@ async def executions(db: asyncpg.Connection[Any], job_id: int) -> list[asyncpg.R
 
 
 async def new_worker(db: asyncpg.Connection[Any]) -> uuid.UUID:
-    return await db.fetchval(
-        "INSERT INTO workers (hostname, pid, version, capacity) VALUES ('h', 1, 't', 10) RETURNING id"
-    )
+    return await make_worker(db, hostname="h")

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+from tests.factories import make_schedule
 
 from codity.core import materialise_cron, occurrence_key
 
@@ -15,13 +16,8 @@ from codity.core import materialise_cron, occurrence_key
 async def _schedule(
     db: asyncpg.Connection[Any], queue_id: uuid.UUID, cron: str, next_run_at: datetime
 ) -> uuid.UUID:
-    return await db.fetchval(
-        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, payload, next_run_at)
-           VALUES ($1, $2, $3, 'tick', '{"from": "cron"}', $4) RETURNING id""",
-        queue_id,
-        f"s-{uuid.uuid4().hex[:6]}",
-        cron,
-        next_run_at,
+    return await make_schedule(
+        db, queue_id, cron=cron, handler="tick", payload={"from": "cron"}, next_run_at=next_run_at
     )
 
 

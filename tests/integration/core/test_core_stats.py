@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
-from tests.factories import make_finished_attempt, make_queue, make_worker
+from tests.factories import make_finished_attempt, make_queue, make_rollup_state, make_worker
 
 from codity import core
 from codity.core.stats import MAX_CATCH_UP, SETTLE, floor_minute
@@ -18,9 +18,7 @@ T0 = datetime(2026, 3, 1, 9, 44, tzinfo=UTC)  # a quarter and an hour close at 1
 
 
 async def _start_at(db: asyncpg.Connection[Any], minute: datetime) -> None:
-    await db.execute(
-        "INSERT INTO stats_rollup_state (name, done_until) VALUES ('minute', $1)", minute
-    )
+    await make_rollup_state(db, minute)
 
 
 async def test_a_closed_minute_becomes_counts_and_percentiles(

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import asyncpg
-from tests.factories import make_queue, make_worker
+from tests.factories import make_queue, make_schedule, make_worker
 from tests.integration.worker.helpers import wait_for
 
 from codity import core
@@ -30,11 +30,10 @@ async def test_every_loop_does_its_job(db: asyncpg.Connection[Any], database_url
     await db.execute(
         "UPDATE workers SET last_heartbeat_at = now() - interval '1 hour' WHERE id = $1", silent
     )
-    schedule = await db.fetchval(
-        """INSERT INTO scheduled_jobs (queue_id, name, cron_expression, handler, next_run_at)
-           VALUES ($1, 'nightly', '0 3 * * *', 'noop', now() - interval '1 minute') RETURNING id""",
-        queue_id,
-    )
+    schedule = await make_schedule(
+        db, queue_id, name="nightly", cron="0 3 * * *",
+        next_run_at=await db.fetchval("SELECT now() - interval '1 minute'"),
+    )  # fmt: skip
 
     config = SchedulerConfig(
         database_url=database_url,

@@ -4,21 +4,17 @@ from the rows the test inserted, then compared with what the handler stored."""
 from __future__ import annotations
 
 import statistics
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
-from tests.factories import make_queue, make_tenant, make_worker
+from tests.factories import make_execution, make_job, make_queue, make_tenant, make_worker
 
 from codity.worker.handlers.report import build_report
 
 
 async def _job(db: asyncpg.Connection[Any], queue_id: Any, status: str) -> int:
-    job_id: int = await db.fetchval(
-        "INSERT INTO jobs (queue_id, handler, status, max_attempts) VALUES ($1, 'h', $2, 3) RETURNING id",
-        queue_id,
-        status,
-    )
-    return job_id
+    return await make_job(db, queue_id, status=status)
 
 
 async def _execution(
@@ -30,11 +26,10 @@ async def _execution(
     ms: int,
     age_h: float = 0,
 ) -> None:
-    await db.execute(
-        """INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, status, started_at, finished_at)
-           VALUES ($1, $2, $3, $3, $4, now() - $6 * interval '1 hour' - $5 * interval '1 millisecond',
-                   now() - $6 * interval '1 hour')""",
-        job_id, queue_id, seq, status, ms, age_h,
+    finished = await db.fetchval("SELECT now()") - timedelta(hours=age_h)
+    await make_execution(
+        db, job_id, queue_id, status=status, execution_seq=seq, attempt=seq,
+        started_at=finished - timedelta(milliseconds=ms), finished_at=finished,
     )  # fmt: skip
 
 
