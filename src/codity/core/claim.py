@@ -1,10 +1,10 @@
 """Claim: hand queued jobs to a worker, never the same job to two workers.
 
-The statement is `claim_jobs` in db/sql/claim.sql (FOR UPDATE SKIP LOCKED). Several queues are
-served best queue first (queues.priority), each asked for what is still wanted, so a claim
-never returns more than `limit` jobs. A queue with a concurrency limit is claimed inside a
-transaction that first locks the queue row, then counts its leased jobs, then claims at most
-the free slots: claimers of that queue take turns, so the limit is never over-admitted.
+The statement is `claim_jobs` in db/sql/claim.sql: ONE statement (one round trip) for every
+queue a worker serves, best queue first, never more than `limit` jobs in total. Pauses and
+concurrency limits are read inside it (no query before it); FOR UPDATE SKIP LOCKED means no job
+is handed out twice; a limited queue's row is locked and its leased jobs counted with a fresh
+snapshot, so claimers of that queue take turns and the limit is never over-admitted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from codity.core.connection import Conn, transaction
+from codity.core.connection import Conn
 from codity.core.fence import Fence
 from codity.db.queries import sql
 from codity.domain.errors import ValidationError
@@ -56,20 +56,9 @@ def _job(row: Any, worker_id: UUID) -> ClaimedJob:
     )
 
 
-async def _claim_limited(
-    conn: Conn, worker_id: UUID, queue_id: UUID, want: int, lease_ms: int
-) -> list[Any]:
-    async with transaction(conn) as tx:
-        queue = await tx.fetchrow(sql("lock_queue_for_claim"), queue_id)
-        if queue is None or queue["is_paused"]:
-            return []
-        limit = queue["concurrency_limit"]
-        if limit is not None:
-            leased = await tx.fetchval(sql("count_leased_in_queue"), queue_id)
-            want = min(want, limit - leased)
-            if want <= 0:
-                return []
-        return list(await tx.fetch(sql("claim_jobs"), worker_id, lease_ms, queue_id, want))
+def _claim_order(row: Any) -> tuple[int, int, datetime, int]:
+    # Best queue first, then the claim index's own order (priority DESC, run_at, id).
+    return (row["pos"], -row["priority"], row["run_at"], row["id"])
 
 
 async def claim(
@@ -77,24 +66,13 @@ async def claim(
 ) -> list[ClaimedJob]:
     """Claim up to `limit` jobs from `queue_ids` for `worker_id`, leased for `lease_ms`.
 
-    Each job moves queued -> claimed with attempt + 1 and execution_seq + 1. Paused queues
-    yield nothing. Size `limit` to the worker's free slots.
+    One statement for all the queues (see claim_jobs in claim.sql). Each job moves
+    queued -> claimed with attempt + 1 and execution_seq + 1. Paused queues yield nothing;
+    concurrency-limited queues never exceed their limit. Size `limit` to the free slots.
     """
     if limit <= 0 or not queue_ids:
         return []
     if lease_ms <= 0:
         raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
-    queues = await conn.fetch(sql("claim_queues_info"), list(dict.fromkeys(queue_ids)))
-    claimed: list[ClaimedJob] = []
-    for q in queues:
-        want = limit - len(claimed)
-        if want <= 0:
-            break
-        if q["is_paused"]:
-            continue
-        if q["concurrency_limit"] is None:
-            rows = await conn.fetch(sql("claim_jobs"), worker_id, lease_ms, q["id"], want)
-        else:
-            rows = await _claim_limited(conn, worker_id, q["id"], want, lease_ms)
-        claimed.extend(_job(r, worker_id) for r in rows)
-    return claimed
+    rows = await conn.fetch(sql("claim_jobs"), worker_id, lease_ms, list(queue_ids), limit)
+    return [_job(r, worker_id) for r in sorted(rows, key=_claim_order)]

@@ -1,7 +1,9 @@
 """Leases after the claim: start, heartbeat, progress and logs, all fenced.
 
-One heartbeat statement per worker extends every lease it holds; it also tells the worker which
-of its jobs an operator asked to cancel, so cancellation needs no extra polling.
+One heartbeat statement per worker extends the leases of the jobs the worker really has in hand
+(their fences), reports which of those are gone (lease lost), gives back at once any job leased
+under the worker's id that it does not hold, and tells the worker which of its jobs an operator
+asked to cancel, so cancellation needs no extra polling.
 """
 
 from __future__ import annotations
@@ -25,8 +27,14 @@ MAX_LOG_MESSAGE_BYTES: Final = 4096
 
 @dataclass(frozen=True)
 class HeartbeatResult:
+    #: How many of the held leases were extended.
     extended: int
+    #: Held jobs whose operator asked to cancel them.
     cancel_requested: list[int]
+    #: Held jobs whose lease is gone (reaped, re-claimed): stop them, never record them.
+    lost: list[int] = field(default_factory=list)
+    #: Jobs leased under this worker's id that it did not hold: given back to the queue.
+    released: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -53,13 +61,36 @@ async def mark_running(
 
 
 async def heartbeat(
-    conn: Conn, worker_id: UUID, lease_ms: int, in_flight: int = 0
+    conn: Conn,
+    worker_id: UUID,
+    lease_ms: int,
+    held: Sequence[Fence],
+    in_flight: int = 0,
 ) -> HeartbeatResult:
-    """Extend every lease `worker_id` holds to now + lease_ms, in one statement."""
+    """Extend the leases of the jobs `worker_id` holds (`held`) to now + lease_ms, in one
+    statement; every other job leased under its id goes back to the queue (attempt refunded).
+
+    The caller must not have a claim in flight while it beats: a job that claim just leased
+    would not be in `held` yet and would be given back.
+    """
     if lease_ms <= 0:
         raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
-    row = await conn.fetchrow(sql("heartbeat"), worker_id, lease_ms, max(in_flight, 0))
-    return HeartbeatResult(extended=row["extended"], cancel_requested=list(row["cancel_requested"]))
+    mine = [f for f in held if f.worker_id == worker_id]
+    row = await conn.fetchrow(
+        sql("heartbeat"),
+        worker_id,
+        lease_ms,
+        max(in_flight, 0),
+        [f.job_id for f in mine],
+        [f.execution_seq for f in mine],
+    )
+    extended = set(row["extended"])
+    return HeartbeatResult(
+        extended=len(extended),
+        cancel_requested=list(row["cancel_requested"]),
+        lost=sorted({f.job_id for f in mine} - extended),
+        released=list(row["released"]),
+    )
 
 
 async def report_progress(conn: Conn, fence: Fence, pct: int, message: str | None = None) -> bool:

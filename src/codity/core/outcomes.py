@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from codity.core.connection import Conn, transaction
-from codity.core.dependencies import cancel_dependants, release_dependants
+from codity.core.dependencies import cancel_dependants
 from codity.core.enqueue import notify_queues
 from codity.core.fence import BatchResult, Fence, fence_arrays
 from codity.core.validation import storable_json, storable_text
@@ -57,19 +57,19 @@ def _dedupe(items: Sequence[Any]) -> list[Any]:
 
 
 async def complete(conn: Conn, completions: Sequence[Completion]) -> BatchResult:
-    """Mark fenced jobs completed (with their results) and release their dependants."""
+    """Mark fenced jobs completed (with their results) and release their dependants.
+
+    One statement, one round trip (complete_jobs in outcomes.sql): atomic on its own, and
+    inside the caller's transaction when `conn` has one open.
+    """
     items = _dedupe(completions)
     if not items:
         return BatchResult([], [])
     ids, workers, seqs = fence_arrays([c.fence for c in items])
-    async with transaction(conn) as tx:
-        results = [storable_json(c.result) for c in items]
-        starts = [c.started_at for c in items]
-        rows = await tx.fetch(sql("complete_jobs"), ids, workers, seqs, results, starts)
-        done = [r["id"] for r in rows]
-        # A separate statement on purpose: see release_dependants in outcomes.sql.
-        await notify_queues(tx, await release_dependants(tx, done))
-    return BatchResult.split(ids, done)
+    results = [storable_json(c.result) for c in items]
+    starts = [c.started_at for c in items]
+    rows = await conn.fetch(sql("complete_jobs"), ids, workers, seqs, results, starts)
+    return BatchResult.split(ids, [r["id"] for r in rows])
 
 
 def _decide(

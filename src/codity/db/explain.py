@@ -127,10 +127,19 @@ def root_node(explain_json: Any) -> dict[str, Any]:
 
 
 def select_node(plan: dict[str, Any]) -> dict[str, Any]:
-    """The claim's SELECT part: the subquery's Limit node (above LockRows)."""
-    for node in walk(plan):
-        if node["Node Type"] == "Limit":
+    """The claim's candidate selection for one queue: the Limit node above LockRows.
+
+    The claim serves several queues in one statement, so its plan also has an outer Limit (the
+    total); the per-queue Limit is the one that finds, orders and locks jobs. When no Limit
+    sits on a LockRows (a broken claim), the first Limit is returned and the checks fail.
+    """
+    limits = [n for n in walk(plan) if n["Node Type"] == "Limit"]
+    for node in limits:
+        children = node.get("Plans", [])
+        if children and children[0]["Node Type"] == "LockRows":
             return node
+    if limits:
+        return limits[0]
     raise ValueError("the claim plan has no Limit node: is the statement still a LIMITed claim?")
 
 
@@ -159,8 +168,8 @@ def shape(node: dict[str, Any]) -> str:
     return " -> ".join(parts)
 
 
-def claim_params(filled: Filled) -> tuple[uuid.UUID, int, uuid.UUID, int]:
-    return (filled.worker_id, LEASE_MS, filled.claim_queue_id, CLAIM_LIMIT)
+def claim_params(filled: Filled) -> tuple[uuid.UUID, int, list[uuid.UUID], int]:
+    return (filled.worker_id, LEASE_MS, [filled.claim_queue_id], CLAIM_LIMIT)
 
 
 async def explain_claim_json(conn: asyncpg.Connection[Any], filled: Filled) -> dict[str, Any]:
@@ -453,7 +462,7 @@ make explain          # or: .venv/bin/codity db explain [--rows 100000] [--runs 
 ## The statement
 
 `sql("{CLAIM_STATEMENT}")`, exactly as the workers run it, with $1 a worker id, $2 = {LEASE_MS}
-(lease ms), $3 the `{CLAIM_QUEUE}` queue and $4 = {CLAIM_LIMIT} (free slots):
+(lease ms), $3 = [the `{CLAIM_QUEUE}` queue] and $4 = {CLAIM_LIMIT} (free slots):
 
 ```sql
 {report.claim_sql}

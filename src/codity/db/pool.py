@@ -47,7 +47,11 @@ async def connect(
         raise DatabaseUnavailableError(
             f"cannot connect to PostgreSQL at {redact(url)}: {exc}"
         ) from exc
-    await _init_connection(conn)
+    try:
+        await _init_connection(conn)
+    except BaseException:
+        conn.terminate()  # dropped while being set up: never leak a half-made connection
+        raise
     return conn
 
 

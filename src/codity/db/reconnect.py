@@ -27,6 +27,9 @@ def _is_transient_one(exc: BaseException) -> bool:
     if isinstance(exc, asyncpg.InterfaceError) and "cannot perform operation" in str(exc):
         # e.g. "another operation is in progress": a programming error, not an outage
         return False
+    if isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc):
+        # the protocol state of a connection that broke in the middle of an operation
+        return True
     return isinstance(exc, (*_TRANSIENT_PG_ERRORS, DatabaseUnavailableError, OSError, TimeoutError))
 
 

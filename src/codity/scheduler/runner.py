@@ -9,9 +9,8 @@ from typing import Any
 
 import structlog
 
+from codity.core.loop_service import LoopService, retry
 from codity.db.pool import create_pool
-from codity.db.reconnect import Backoff, is_transient, sleep_or_stop
-from codity.scheduler.loop_service import LoopService
 from codity.scheduler.services import (
     CronMaterialiser,
     DeadWorkerSweep,
@@ -67,21 +66,13 @@ def build_services(conn: Any, config: SchedulerConfig) -> list[LoopService]:
 
 
 async def run_scheduler(config: SchedulerConfig, stop: asyncio.Event) -> None:
-    backoff = Backoff()
-    pool: Any = None
-    while pool is None and not stop.is_set():
-        try:
-            pool = await create_pool(
-                config.database_url, min_size=1, max_size=5, application_name="codity-scheduler"
-            )
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            delay = backoff.next_delay()
-            log.warning(
-                "database unavailable; retrying", retry_in_s=round(delay, 2), error=str(exc)
-            )
-            await sleep_or_stop(delay, stop)
+    pool: Any = await retry(
+        "connect",
+        lambda: create_pool(
+            config.database_url, min_size=1, max_size=5, application_name="codity-scheduler"
+        ),
+        stop=stop,
+    )
     if pool is None:
         return
     services = build_services(pool, config)

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from codity import core
-from codity.scheduler.loop_service import LoopService
+from codity.core.loop_service import LoopService
 
 log = structlog.get_logger("codity.scheduler")
 

@@ -1,22 +1,23 @@
 """The completer: finished attempts are buffered and recorded in batches.
 
-One `core.complete` and one `core.fail` statement flush many outcomes at once, so the database
-sees a few round trips per batch instead of one per job. When the database is away the
-outcomes stay in the buffer and are flushed after it returns; an outcome whose lease was lost
-meanwhile (the reaper gave the job to someone else) is logged and dropped, as fencing demands.
+One `core.complete` statement (one round trip: jobs, execution rows and dependants together)
+and, when some attempts failed, one `core.fail` flush many outcomes at once. When the database
+is away the outcomes stay in the buffer and are flushed after it returns; an outcome whose lease
+was lost meanwhile (the reaper gave the job to someone else) is logged and dropped, as fencing
+demands. An outcome waiting here is still in the worker's hands: the heartbeat keeps its lease.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
 from codity import core
-from codity.db.reconnect import Backoff, is_transient
-from codity.worker.executor import Outcome
+from codity.core.loop_service import LoopService
+from codity.db.reconnect import is_transient
+from codity.worker.connection import HeldConnection
 from codity.worker.job_logger import JobLogger
 
 log = structlog.get_logger("codity.worker.completer")
@@ -25,37 +26,53 @@ log = structlog.get_logger("codity.worker.completer")
 MAX_BATCH = 500
 #: An error that is not an outage is retried this many times before the batch is given up.
 MAX_NON_TRANSIENT_FAILURES = 3
+#: Nothing to flush: look again this often anyway (submit() wakes it at once).
+IDLE_CHECK_MS = 1000
+
+Outcome = core.Completion | core.Failure
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finished:
     outcome: Outcome
     logger: JobLogger | None = None
 
 
-class Completer:
+class Completer(LoopService):
+    name = "completer"
+
     def __init__(
-        self, conn: Any, *, max_batch: int = MAX_BATCH, write_lock: asyncio.Lock | None = None
+        self,
+        conn: HeldConnection,
+        *,
+        write_lock: asyncio.Lock,
+        max_batch: int = MAX_BATCH,
     ) -> None:
-        self._conn = conn
+        super().__init__(conn, interval_ms=IDLE_CHECK_MS, wake=asyncio.Event())
+        self.held = conn
         #: Shared with the worker's other writers to its leased rows (see Worker._write_lock).
-        self._write_lock = write_lock or asyncio.Lock()
+        self._write_lock = write_lock
         self._max_batch = max_batch
         self._buffer: list[Finished] = []
-        self._nonempty = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._failures = 0
         self.recorded = 0
         self.lease_lost = 0
 
     def submit(self, finished: Finished) -> None:
         self._buffer.append(finished)
-        self._nonempty.set()
         self._idle.clear()
+        assert self.wake is not None
+        self.wake.set()
 
     @property
     def pending(self) -> int:
         return len(self._buffer)
+
+    def fences(self) -> list[core.Fence]:
+        """Outcomes not yet recorded: their jobs are still in hand."""
+        return [f.outcome.fence for f in self._buffer]
 
     async def wait_idle(self, timeout_s: float) -> bool:
         """Wait until everything submitted has been recorded. False on timeout."""
@@ -65,69 +82,57 @@ class Completer:
             return False
         return True
 
-    async def run(self) -> None:
-        """Flush forever (until cancelled)."""
-        backoff = Backoff()
-        failures = 0
-        while True:
-            await self._nonempty.wait()
-            batch = self._buffer[: self._max_batch]
-            try:
-                await self._flush_once(batch)
-            except Exception as exc:
-                if not is_transient(exc):
-                    failures += 1
-                    if failures >= MAX_NON_TRANSIENT_FAILURES:
-                        # Not an outage: retrying the same batch would fail forever. Drop it;
-                        # the leases expire and the reaper hands the jobs out again.
-                        log.exception("could not record results; dropped", count=len(batch))
-                        self._remove(batch)
-                        self._settle()
-                        failures = 0
-                        continue
-                delay = backoff.next_delay()
-                log.warning(
-                    "database unavailable; results kept for retry"
-                    if is_transient(exc)
-                    else "could not record results; retrying",
-                    pending=len(self._buffer),
-                    retry_in_s=round(delay, 2),
-                    error=repr(exc),
-                )
-                await asyncio.sleep(delay)
-                continue
-            backoff.reset()
-            failures = 0
-            self._settle()
-
-    def _settle(self) -> None:
+    async def run_once(self) -> bool:
         if not self._buffer:
-            self._nonempty.clear()
             self._idle.set()
+            return False
+        await self._flush_once(self._buffer[: self._max_batch])
+        self._failures = 0
+        if not self._buffer:
+            self._idle.set()
+        return bool(self._buffer)
+
+    def on_error(self, exc: Exception) -> None:
+        self.held.discard()
+        if is_transient(exc):
+            return  # an outage: the outcomes stay buffered and are flushed after it
+        self._failures += 1
+        if self._failures >= MAX_NON_TRANSIENT_FAILURES:
+            # Not an outage: retrying the same batch would fail forever. Drop it; the leases
+            # expire and the reaper hands the jobs out again.
+            batch = self._buffer[: self._max_batch]
+            log.error("could not record results; dropped", count=len(batch), error=repr(exc))
+            self._remove(batch)
+            self._failures = 0
+            if not self._buffer:
+                self._idle.set()
 
     async def _flush_once(self, batch: list[Finished]) -> None:
-        for item in batch:
-            if item.logger is not None and item.logger.has_pending:
-                await item.logger.flush(self._conn, final=True)
+        conn = await self.held.get()
+        if any(item.logger is not None and item.logger.has_pending for item in batch):
+            async with self._write_lock:  # the writer's connection is shared
+                for item in batch:
+                    if item.logger is not None and item.logger.has_pending:
+                        await item.logger.flush(conn, final=True)
         completions = [f for f in batch if isinstance(f.outcome, core.Completion)]
         failures = [f for f in batch if isinstance(f.outcome, core.Failure)]
         # Completions first, then failures; each group leaves the buffer once it is recorded, so
         # a retry after an outage never sends an already-recorded outcome a second time.
         if completions:
             async with self._write_lock:
-                result = await self._record_completions([f.outcome for f in completions])  # type: ignore[misc]
+                result = await core.complete(conn, [f.outcome for f in completions])  # type: ignore[misc]
             self._account(result, "completed")
             self._remove(completions)
         if failures:
             async with self._write_lock:
-                result = await core.fail(self._conn, [f.outcome for f in failures])  # type: ignore[misc]
+                result = await core.fail(conn, [f.outcome for f in failures])  # type: ignore[misc]
             self._account(result, "failed")
             self._remove(failures)
 
-    async def _record_completions(self, completions: list[core.Completion]) -> core.BatchResult:
-        return await core.complete(self._conn, completions)
-
     def _remove(self, done: list[Finished]) -> None:
+        if len(done) == len(self._buffer):
+            self._buffer = []
+            return
         ids = {id(f) for f in done}
         self._buffer = [f for f in self._buffer if id(f) not in ids]
 

@@ -1,8 +1,11 @@
-"""One attempt of one job: find the handler, run it under the job's timeout, judge the result.
+"""The executor: one task per claimed job; each attempt is found, run, judged and handed on.
 
-Whatever the handler does (raise, hang, return something that is not JSON) becomes a
-`Failure` of this attempt only; nothing a handler does can crash the worker. The outcome is
-handed to the completer, which records it in batches.
+`run_attempt` runs one attempt: find the handler, run it under the job's timeout, judge the
+result. Whatever the handler does (raise, hang, return something that is not JSON) becomes a
+`Failure` of this attempt only; nothing a handler does can crash the worker. `Executor` starts
+those attempts for the producer's claims and hands each outcome to the completer, unless the
+job's lease was lost meanwhile: then the handler is cancelled (async) or its outcome discarded
+(sync, its thread cannot be interrupted), "lease lost" is logged, and nothing is recorded.
 """
 
 from __future__ import annotations
@@ -10,14 +13,25 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import structlog
+
 from codity import core
+from codity.worker.completer import Completer, Finished
 from codity.worker.context import JobContext
+from codity.worker.job_logger import JobLogger
 from codity.worker.registry import HandlerRegistry, RegisteredHandler
+from codity.worker.running import Running, RunningJob
+
+log = structlog.get_logger("codity.worker")
 
 Outcome = core.Completion | core.Failure
 
@@ -54,9 +68,10 @@ async def run_attempt(
     registry: HandlerRegistry,
     threads: ThreadPoolExecutor,
     cancel_requested: Callable[[], bool],
+    started_at: datetime | None = None,
 ) -> Outcome:
     """Run the handler for `ctx`'s job. Re-raises `CancelledError` unless a cancel was requested
-    (the drain cancels attempts it is about to release; those produce no outcome)."""
+    (the drain and a lost lease cancel attempts that must produce no outcome)."""
     fence = ctx.fence
     registered = registry.get(ctx.handler)
     if registered is None:
@@ -66,18 +81,25 @@ async def run_attempt(
             error=f"unknown handler {ctx.handler!r}: no handler of that name is registered on "
             f"this worker (registered: {known})",
             kind="unknown_handler",
+            started_at=started_at,
         )
-    scope = asyncio.timeout(timeout_ms / 1000 if timeout_ms else None)
+    scope = asyncio.timeout(timeout_ms / 1000) if timeout_ms else None
     try:
-        async with scope:
+        if scope is None:
             result = await _call(registered, ctx, threads)
+        else:
+            async with scope:
+                result = await _call(registered, ctx, threads)
     except TimeoutError as exc:
-        if scope.expired():
+        if scope is not None and scope.expired():
             ctx.cancelled.set()  # a sync handler still running in its thread may watch this
             return core.Failure(
-                fence=fence, error=f"timed out after {timeout_ms} ms", kind="timeout"
+                fence=fence,
+                error=f"timed out after {timeout_ms} ms",
+                kind="timeout",
+                started_at=started_at,
             )
-        return _failure(fence, exc)
+        return _failure(fence, exc, started_at)
     except asyncio.CancelledError:
         ctx.cancelled.set()
         if not cancel_requested():
@@ -85,27 +107,149 @@ async def run_attempt(
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        return core.Failure(fence=fence, error="cancelled on request", kind="cancelled")
-    except Exception as exc:
-        return _failure(fence, exc)
-    try:
-        json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError) as exc:
         return core.Failure(
-            fence=fence,
-            error=_clip(
-                f"handler returned a result that is not JSON-serialisable "
-                f"({type(result).__name__}): {exc}",
-                MAX_ERROR_CHARS,
-            ),
+            fence=fence, error="cancelled on request", kind="cancelled", started_at=started_at
         )
-    return core.Completion(fence=fence, result=result)
+    except Exception as exc:
+        return _failure(fence, exc, started_at)
+    if result is not None and not isinstance(result, (str, int, bool)):
+        try:
+            json.dumps(result, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return core.Failure(
+                fence=fence,
+                error=_clip(
+                    f"handler returned a result that is not JSON-serialisable "
+                    f"({type(result).__name__}): {exc}",
+                    MAX_ERROR_CHARS,
+                ),
+                started_at=started_at,
+            )
+    return core.Completion(fence=fence, result=result, started_at=started_at)
 
 
-def _failure(fence: core.Fence, exc: BaseException) -> core.Failure:
+def _failure(fence: core.Fence, exc: BaseException, started_at: datetime | None) -> core.Failure:
     tb = "".join(traceback.format_exception(exc))
     return core.Failure(
         fence=fence,
         error=describe_exception(exc),
         traceback=_clip(tb, MAX_TRACEBACK_CHARS),
+        started_at=started_at,
     )
+
+
+class Executor:
+    def __init__(
+        self,
+        *,
+        registry: HandlerRegistry,
+        threads: ThreadPoolExecutor,
+        running: Running,
+        completer: Completer,
+        slot_freed: Callable[[], None],
+        db: Any,
+    ) -> None:
+        self._registry = registry
+        self._threads = threads
+        self._running = running
+        self._completer = completer
+        self._slot_freed = slot_freed
+        self._db = db
+        # Checked once: even a filtered-out call through the lazy logger proxy binds a new
+        # logger, measurable at thousands of jobs a second.
+        self._log_each_job = bool(log.bind().is_enabled_for(logging.DEBUG))
+
+    def start(self, claimed: list[core.ClaimedJob]) -> None:
+        """One task per job; each is in hand (`running`) before this returns."""
+        loop = asyncio.get_running_loop()
+        started_at = datetime.now(UTC)
+        now = time.monotonic()
+        for job in claimed:
+            rj = RunningJob(
+                job=job,
+                ctx=self._context(job, loop, now),
+                started_monotonic=now,
+                started_at=started_at,
+            )
+            self._running.jobs[job.id] = rj
+            rj.task = loop.create_task(self._execute(rj))
+
+    def _context(
+        self, job: core.ClaimedJob, loop: asyncio.AbstractEventLoop, now: float
+    ) -> JobContext:
+        deadline = deadline_monotonic = None
+        if job.timeout_ms:
+            deadline = datetime.now(UTC) + timedelta(milliseconds=job.timeout_ms)
+            deadline_monotonic = now + job.timeout_ms / 1000
+        fence = job.fence
+        return JobContext(
+            job_id=job.id,
+            queue_id=job.queue_id,
+            handler=job.handler,
+            payload=job.payload,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            execution_seq=job.execution_seq,
+            deadline=deadline,
+            logger=JobLogger(fence),
+            cancelled=threading.Event(),
+            db=self._db,
+            _fence=fence,
+            _loop=loop,
+            _deadline_monotonic=deadline_monotonic,
+        )
+
+    async def _execute(self, rj: RunningJob) -> None:
+        try:
+            outcome = await run_attempt(
+                rj.ctx,
+                timeout_ms=rj.job.timeout_ms,
+                registry=self._registry,
+                threads=self._threads,
+                cancel_requested=lambda: rj.cancel_requested and not rj.lease_lost,
+                started_at=rj.started_at,
+            )
+        except asyncio.CancelledError:
+            return  # drained (released by the drain) or lease lost: no outcome
+        finally:
+            self._running.jobs.pop(rj.job.id, None)
+            self._slot_freed()
+        if rj.lease_lost:
+            return  # a sync handler finished after its lease was lost: discarded
+        self._completer.submit(Finished(outcome=outcome, logger=rj.ctx.logger))
+        # debug, not info: at thousands of jobs a second, rendering a line per job costs more
+        # than running it. Outcomes are in job_executions; failures are logged by the completer.
+        if self._log_each_job:
+            log.debug(
+                "job finished",
+                job_id=rj.job.id,
+                handler=rj.job.handler,
+                attempt=rj.job.attempt,
+                outcome="completed" if isinstance(outcome, core.Completion) else outcome.kind,
+                duration_ms=round((time.monotonic() - rj.started_monotonic) * 1000, 1),
+            )
+
+    def cancel(self, job_id: int) -> None:
+        """An operator asked to cancel this job: the attempt ends as `cancelled`."""
+        rj = self._running.get(job_id)
+        if rj is None or rj.cancel_requested:
+            return
+        log.info("cancel requested; cancelling handler", job_id=job_id)
+        rj.cancel_requested = True
+        rj.ctx.cancelled.set()
+        if rj.task is not None:
+            rj.task.cancel()
+
+    def lose(self, job_id: int) -> None:
+        """The job's lease is gone: cancel the handler (async) or discard its outcome (sync).
+        Nothing of this attempt is recorded: someone else may hold the job now."""
+        rj = self._running.get(job_id)
+        if rj is None or rj.lease_lost:
+            return
+        log.warning(
+            "lease lost; handler cancelled, its outcome will not be recorded", job_id=job_id
+        )
+        rj.lease_lost = True
+        rj.ctx.cancelled.set()
+        if rj.task is not None:
+            rj.task.cancel()

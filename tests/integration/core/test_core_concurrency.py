@@ -126,27 +126,53 @@ async def test_limit_5_queue_raced_by_20_loops_never_runs_6(database_url: str) -
         await pool.close()
 
 
+def _broken_claim(broken_sql: str) -> Any:
+    from codity.core.claim import _job
+
+    async def claim_fn(conn: Any, worker_id: uuid.UUID, queue_id: uuid.UUID) -> list[Any]:
+        rows = await conn.fetch(broken_sql, worker_id, 30_000, [queue_id], 3)
+        return [_job(r, worker_id) for r in rows]
+
+    return claim_fn
+
+
+#: The claim's count of leased jobs, taken with the statement's own snapshot instead of the
+#: fresh one codity_leased_in_queue() takes after the queue row is locked.
+STATEMENT_SNAPSHOT_COUNT = (
+    "(SELECT count(*) FROM jobs x WHERE x.queue_id = l.id "
+    "AND x.status IN ('claimed', 'running'))::integer"
+)
+
+
 async def test_break_it_count_then_claim_without_queue_lock_over_admits(
     database_url: str,
 ) -> None:
     """Without the queue-row lock, count-then-claim races: proof the limit test can fail."""
     from codity.db.queries import sql
 
+    unlocked = sql("claim_jobs").replace("FOR UPDATE OF q", "")
+    assert unlocked != sql("claim_jobs")
     pool = await create_pool(database_url, min_size=20, max_size=20)
     try:
+        most = await _limit_race(pool, _broken_claim(unlocked), loops=20, rounds=10)
+        assert most > LIMIT
+    finally:
+        await pool.close()
 
-        async def unlocked(conn: Any, worker_id: uuid.UUID, queue_id: uuid.UUID) -> list[Any]:
-            leased = await conn.fetchval(sql("count_leased_in_queue"), queue_id)
-            free = min(3, LIMIT - leased)
-            if free <= 0:
-                return []
-            await asyncio.sleep(0)
-            rows = await conn.fetch(sql("claim_jobs"), worker_id, 30_000, queue_id, free)
-            from codity.core.claim import _job
 
-            return [_job(r, worker_id) for r in rows]
+async def test_break_it_lock_but_count_with_the_statement_snapshot_over_admits(
+    database_url: str,
+) -> None:
+    """With the lock but a count from the statement's snapshot (taken before waiting for the
+    lock), a claimer misses the claims its predecessor just committed: the fresh-snapshot
+    count is what makes the one-statement claim exact."""
+    from codity.db.queries import sql
 
-        most = await _limit_race(pool, unlocked, loops=20, rounds=10)
+    stale = sql("claim_jobs").replace("codity_leased_in_queue(l.id)", STATEMENT_SNAPSHOT_COUNT)
+    assert stale != sql("claim_jobs")
+    pool = await create_pool(database_url, min_size=20, max_size=20)
+    try:
+        most = await _limit_race(pool, _broken_claim(stale), loops=20, rounds=10)
         assert most > LIMIT
     finally:
         await pool.close()

@@ -118,7 +118,7 @@ async def test_heartbeat_extends_all_leases_in_one_statement(
     await enqueue_many(db, queue_id, [NewJob("h") for _ in range(4)])
     mine = await claim(db, worker_id, [queue_id], 3, 1_000)
     theirs = await claim(db, other, [queue_id], 1, 1_000)
-    result = await heartbeat(db, worker_id, 60_000, in_flight=3)
+    result = await heartbeat(db, worker_id, 60_000, [j.fence for j in mine], in_flight=3)
     assert result.extended == 3
     assert result.cancel_requested == []
     leases = await db.fetch("SELECT id, extract(epoch FROM lock_expires_at - now()) AS s FROM jobs")
@@ -129,7 +129,7 @@ async def test_heartbeat_extends_all_leases_in_one_statement(
         "SELECT in_flight, last_heartbeat_at FROM workers WHERE id = $1", worker_id
     )
     assert w["in_flight"] == 3
-    await heartbeat(db, worker_id, 60_000, in_flight=1)
+    await heartbeat(db, worker_id, 60_000, [j.fence for j in mine], in_flight=1)
     hb = await db.fetchrow(
         "SELECT beats, max_in_flight FROM worker_heartbeats WHERE worker_id = $1", worker_id
     )
@@ -218,3 +218,34 @@ async def test_awkward_results_and_errors_do_not_sink_the_batch(
     assert (await job_row(db, c.id))["result"] == 7
     await fail(db, [Failure(d.fence, "bad\x00byte", "tb\x00")])
     assert (await job_row(db, d.id))["last_error"] == "bad\\x00byte"
+
+
+async def test_heartbeat_extends_only_held_leases_and_gives_back_the_rest(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """A job leased under the worker's id that the worker does not hold (a claim whose reply
+    never arrived) goes back to the queue at once, refunded, with a 'lost' execution row; a
+    held fence that no longer matches is reported lost; nothing else is touched."""
+    other = await new_worker(db)
+    await enqueue_many(db, queue_id, [NewJob("h") for _ in range(4)])
+    kept, stray, gone = await claim(db, worker_id, [queue_id], 3, 1_000)
+    (theirs,) = await claim(db, other, [queue_id], 1, 1_000)
+    # `gone` was reaped and re-claimed by the other worker meanwhile: this fence is stale
+    await db.execute(
+        "UPDATE jobs SET execution_seq = execution_seq + 1, worker_id = $2 WHERE id = $1",
+        gone.id,
+        other,
+    )
+    result = await heartbeat(db, worker_id, 60_000, [kept.fence, gone.fence])
+    assert result.extended == 1
+    assert result.lost == [gone.id]
+    assert result.released == [stray.id]
+    row = await job_row(db, stray.id)
+    assert (row["status"], row["attempt"], row["lock_expires_at"]) == ("queued", 0, None)
+    (ex,) = await executions(db, stray.id)
+    assert (ex["status"], ex["attempt"], ex["execution_seq"]) == ("lost", 1, 1)
+    leases = await db.fetch("SELECT id, extract(epoch FROM lock_expires_at - now()) AS s FROM jobs")
+    by_id = {r["id"]: r["s"] for r in leases}
+    assert by_id[kept.id] > 50
+    assert by_id[theirs.id] < 2  # another worker's lease is not touched, nor given back
+    assert (await job_row(db, theirs.id))["status"] == "claimed"

@@ -136,8 +136,8 @@ async def test_reaper_leaves_live_leases_alone(
     db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
 ) -> None:
     await enqueue(db, queue_id, NewJob("h"))
-    await claim(db, worker_id, [queue_id], 1, 1)
-    await heartbeat(db, worker_id, LEASE_MS)  # a live worker keeps its job
+    (held,) = await claim(db, worker_id, [queue_id], 1, 1)
+    await heartbeat(db, worker_id, LEASE_MS, [held.fence])  # a live worker keeps its job
     assert await reap_expired(db) == []
 
 
@@ -176,12 +176,12 @@ async def test_a_dead_worker_that_beats_again_is_active_again(db: asyncpg.Connec
         "UPDATE workers SET last_heartbeat_at = now() - interval '5 minutes' WHERE id = $1", worker
     )
     assert await sweep_dead_workers(db, 60_000) == [worker]
-    await heartbeat(db, worker, LEASE_MS)
+    await heartbeat(db, worker, LEASE_MS, [])
     row = await db.fetchrow("SELECT status, stopped_at FROM workers WHERE id = $1", worker)
     assert (row["status"], row["stopped_at"]) == ("active", None)
     stopped = await new_worker(db)
     await set_worker_status(db, stopped, WorkerStatus.STOPPED)
-    await heartbeat(db, stopped, LEASE_MS)  # a stopped worker is not revived by a late beat
+    await heartbeat(db, stopped, LEASE_MS, [])  # a stopped worker is not revived by a late beat
     assert await db.fetchval("SELECT status FROM workers WHERE id = $1", stopped) == "stopped"
 
 

@@ -61,7 +61,7 @@ async def test_cancel_queued_now_running_by_request(
     running = await enqueue(db, queue_id, NewJob("h"))
     (j,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
     assert await cancel_job(db, running.id) is JobStatus.CLAIMED  # still leased, cancel requested
-    beat = await heartbeat(db, worker_id, LEASE_MS)
+    beat = await heartbeat(db, worker_id, LEASE_MS, [j.fence])
     assert beat.cancel_requested == [running.id]
     await fail(db, [Failure(j.fence, "cancelled by operator", kind="cancelled")])
     assert (await job_row(db, running.id))["status"] == "cancelled"
@@ -249,9 +249,10 @@ async def test_enqueue_with_dependency_racing_its_completion_is_never_stranded(
     pool: asyncpg.Pool[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
 ) -> None:
     """The enqueue share-locks the dependency; the completion blocks on it until the enqueue
-    commits. Because release_dependants is a separate statement after the completion, its fresh
-    snapshot sees the new dependency row and releases the child. (Done in one statement, the
-    completion's older snapshot would miss the row and leave the child waiting forever.)"""
+    commits. The completion's dependants step (codity_release_dependants, a VOLATILE function
+    called after the completion's UPDATE) takes a fresh snapshot, sees the new dependency row and
+    releases the child. (Done as a plain CTE of the completion, the statement's older snapshot
+    would miss the row and leave the child waiting forever.)"""
     import asyncio
 
     parent = await enqueue(pool, queue_id, NewJob("parent"))

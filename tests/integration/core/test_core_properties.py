@@ -167,7 +167,9 @@ class CoreMachine(RuleBasedStateMachine):
 
     @rule(worker=st.integers(0, 1))
     def heartbeat(self, worker: int) -> None:
-        self.run(heartbeat(self.conn, self.workers[worker], LEASE_MS))
+        # the fences it believes it holds (some may be stale: those are reported lost)
+        wid = self.workers[worker]
+        self.run(heartbeat(self.conn, wid, LEASE_MS, list(self.believed[wid].values())))
 
     @rule(worker=st.integers(0, 1), index=st.integers(0, 10))
     def complete(self, worker: int, index: int) -> None:

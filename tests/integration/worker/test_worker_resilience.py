@@ -7,6 +7,7 @@ the same thing a database restart does to a client.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from tests.factories import make_queue, make_worker
 from tests.integration.worker.helpers import enqueue, running_worker, wait_for, wait_status
 
 from codity import core
+from codity.db.pool import connect
 from codity.worker.context import JobContext
 from codity.worker.registry import HandlerRegistry
 
@@ -78,8 +80,12 @@ async def test_a_result_whose_lease_was_lost_is_dropped_not_written(
     queue_id = await make_queue(db)
     job = await enqueue(db, queue_id, "gated")
     # capacity 1: the gated job fills the only slot, so the requeued job is not re-claimed by
-    # this same worker before the test's second worker takes it.
-    async with running_worker(database_url, gated_registry(gate), capacity=1) as worker:
+    # this same worker before the test's second worker takes it. A slow heartbeat, so that the
+    # result reaches the completer before a heartbeat notices the loss (that path has its own
+    # test below): here the completer's fenced write is what drops it.
+    async with running_worker(
+        database_url, gated_registry(gate), capacity=1, heartbeat_ms=3000
+    ) as worker:
         await wait_status(db, job, "running")
         # The lease runs out (as if the worker had stalled), the reaper requeues the job and a
         # second worker takes it: execution_seq 2 now owns the job.
@@ -112,3 +118,114 @@ async def test_a_result_whose_lease_was_lost_is_dropped_not_written(
     )
     statuses = await db.fetch("SELECT status::text FROM job_executions WHERE job_id = $1", job)
     assert [r["status"] for r in statuses] == ["lost"]  # no 'completed' row from the stale worker
+
+
+async def test_a_claim_whose_reply_never_arrives_runs_within_two_lease_periods(
+    db: asyncpg.Connection[Any], database_url: str, monkeypatch: Any
+) -> None:
+    """Break it first (issue 12, item 1): the claim commits, then its connection dies before
+    the rows reach the worker. The job is leased under this live, heartbeating worker's id, but
+    the worker does not know it holds it. A heartbeat that extended every lease under the id
+    would keep it forever; the heartbeat gives it back at once and the job runs."""
+    lease_ms = 1000
+    sabotaged: list[int] = []
+    real_claim = core.claim
+
+    async def reply_lost(conn: Any, worker_id: Any, *args: Any, **kwargs: Any) -> Any:
+        claimed = await real_claim(conn, worker_id, *args, **kwargs)
+        if claimed and not sabotaged:
+            sabotaged.extend(j.id for j in claimed)
+            # committed; now the backend ends before the worker sees the rows
+            admin = await connect(database_url)
+            try:
+                await admin.execute("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+            finally:
+                await admin.close()
+            raise asyncpg.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation"
+            )
+        return claimed
+
+    monkeypatch.setattr(core, "claim", reply_lost)
+    queue_id = await make_queue(db)
+    job = await enqueue(db, queue_id, "quick")
+    async with running_worker(
+        database_url, gated_registry(asyncio.Event()), lease_ms=lease_ms, heartbeat_ms=200
+    ):
+        await wait_for(lambda: asyncio.sleep(0, result=bool(sabotaged)))
+        lost_at = time.monotonic()
+        await wait_status(db, job, "completed", timeout_s=10)
+        took = time.monotonic() - lost_at
+    assert sabotaged == [job]
+    assert took < 2 * lease_ms / 1000, f"ran {took:.2f} s after its claim reply was lost"
+    history = await db.fetch(
+        "SELECT execution_seq, attempt, status::text FROM job_executions WHERE job_id = $1 "
+        "ORDER BY execution_seq",
+        job,
+    )
+    assert [tuple(r) for r in history] == [(1, 1, "lost"), (2, 1, "completed")]
+
+
+async def test_a_lease_lost_while_running_cancels_the_handler_and_records_nothing(
+    db: asyncpg.Connection[Any], database_url: str
+) -> None:
+    """Issue 12, item 2: the lease is reaped during an outage and the job claimed elsewhere; at
+    the next heartbeat the async handler is cancelled and the sync handler's outcome is
+    discarded: neither is ever recorded (no execution row, no result, no lease-lost write)."""
+    async_cancelled = asyncio.Event()
+    sync_release = threading.Event()
+    sync_returned = threading.Event()
+    r = HandlerRegistry()
+
+    @r.handler("async.long")
+    async def async_long(ctx: JobContext) -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            async_cancelled.set()
+            raise
+        return "never"
+
+    @r.handler("sync.long")
+    def sync_long(ctx: JobContext) -> str:
+        sync_release.wait(20)
+        sync_returned.set()
+        return "discarded"
+
+    queue_id = await make_queue(db)
+    a = await enqueue(db, queue_id, "async.long")
+    s = await enqueue(db, queue_id, "sync.long")
+    other = await make_worker(db, hostname="other")
+    async with running_worker(database_url, r, heartbeat_ms=100, capacity=2) as worker:
+        await wait_status(db, a, "running")
+        await wait_status(db, s, "running")
+        # The outage, in one transaction so this worker cannot take the jobs back in between:
+        # leases expired, reaped, claimed by another worker.
+        async with db.transaction():
+            await db.execute(
+                "UPDATE jobs SET lock_expires_at = now() - interval '1 second' "
+                "WHERE id = ANY($1::bigint[])",
+                [a, s],
+            )
+            assert sorted(await core.reap_expired(db)) == sorted([a, s])
+            taken = await core.claim(db, other, [queue_id], 2, 60_000)
+            assert sorted(j.id for j in taken) == sorted([a, s])
+        await asyncio.wait_for(async_cancelled.wait(), 5)  # at the next heartbeat
+
+        async def sync_dropped() -> bool:
+            return worker.in_flight == 0
+
+        sync_release.set()
+        await asyncio.to_thread(sync_returned.wait, 5)
+        await wait_for(sync_dropped)
+        await asyncio.sleep(0.3)  # a completer flush would have happened by now
+        assert worker._completer is not None
+        assert worker._completer.lease_lost == 0  # nothing was even sent
+        assert worker._completer.recorded == 0
+    rows = await db.fetch("SELECT id, status::text, worker_id, result FROM jobs ORDER BY id")
+    assert [(r["status"], r["worker_id"], r["result"]) for r in rows] == [
+        ("claimed", other, None),
+        ("claimed", other, None),
+    ]
+    statuses = await db.fetch("SELECT status::text FROM job_executions ORDER BY job_id")
+    assert [r["status"] for r in statuses] == ["lost", "lost"]  # the reaper's, nothing else

@@ -1,12 +1,61 @@
 -- name: claim_jobs
--- The claim: hand up to $4 queued jobs of queue $3 to worker $1 with a lease of $2 ms.
--- FOR UPDATE SKIP LOCKED is the whole mechanism: a concurrent claimer skips rows another
--- claimer has locked instead of waiting for them or reading them twice, so no job is handed out
--- twice. The inner ORDER BY matches idx_jobs_claim (queue_id, priority DESC, run_at, id)
--- WHERE status = 'queued' term for term, so the plan is Limit -> LockRows -> index scan with
--- no Sort node. `attempt` is accounting (refunded on reap/drain); `execution_seq` is the
+-- The claim: hand up to $4 queued jobs of the queues $3 to worker $1 with a lease of $2 ms, in
+-- ONE statement (one round trip) for every queue the worker serves. Three steps, each a CTE:
+--
+-- 1. queue_order: the queues to serve, best first (queues.priority DESC, id), paused queues
+--    left out: pauses are read here, inside the claim, never in a query before it. The order
+--    comes from an ordered aggregate over the handful of queue rows, so no Sort node appears.
+-- 2. quota: how many jobs each queue may hand out now. Unlimited queues: $4. A queue with a
+--    concurrency limit: its row is locked FOR UPDATE first (claimers of that queue take turns),
+--    then codity_leased_in_queue() counts its leased jobs with a FRESH snapshot (a VOLATILE
+--    function), so the count sees every claim committed by the previous holder of the lock;
+--    the statement's own snapshot, taken before the wait, would not (over-admission).
+-- 3. candidates: CANDIDATE SELECTION, per queue, in queue order: FOR UPDATE SKIP LOCKED under
+--    LIMIT quota, in the order of idx_jobs_claim (queue_id, priority DESC, run_at, id)
+--    WHERE status = 'queued' term for term: Limit -> LockRows -> Index Scan, no Sort. The outer
+--    LIMIT $4 stops pulling once it has enough, so a later queue is not even read (or locked)
+--    when an earlier one filled the claim. Flow control (fair shares, concurrency keys, rate
+--    limits) extends this step: it decides which queued rows are eligible and in what order.
+--
+-- Then the UPDATE: queued -> claimed. RETURNING carries the queue's position and the job's
+-- sort keys, so the caller can put the rows in claim order without a Sort node here. SKIP LOCKED is the whole no-double-handout mechanism: a
+-- concurrent claimer skips rows another claimer has locked instead of waiting for them or
+-- reading them twice. `attempt` is accounting (refunded on reap/drain); `execution_seq` is the
 -- monotonic identity of this attempt and, with worker_id, the fence every later write names.
--- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue_id uuid, $4 limit integer.
+-- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer.
+WITH queue_order AS (
+  SELECT o.id, o.pos
+  FROM (SELECT array_agg(q.id ORDER BY q.priority DESC, q.id) AS ids
+        FROM queues q WHERE q.id = ANY($3::uuid[]) AND NOT q.is_paused) s,
+       unnest(s.ids) WITH ORDINALITY AS o(id, pos)
+),
+limited AS (
+  -- Locked in queue order (the same for every claimer), one queue at a time; the count runs
+  -- above the lock, so it is taken after the lock is held.
+  SELECT l.id, l.concurrency_limit - codity_leased_in_queue(l.id) AS free
+  FROM queue_order o
+  CROSS JOIN LATERAL (
+    SELECT q.id, q.concurrency_limit FROM queues q
+    WHERE q.id = o.id AND q.concurrency_limit IS NOT NULL
+    FOR UPDATE OF q
+  ) l
+),
+quota AS (
+  SELECT o.id, o.pos, COALESCE(LEAST(l.free, $4::integer), $4::integer) AS n
+  FROM queue_order o LEFT JOIN limited l ON l.id = o.id
+),
+candidates AS (
+  SELECT c.id, q.pos
+  FROM quota q
+  CROSS JOIN LATERAL (
+    SELECT j2.id FROM jobs j2
+    WHERE j2.queue_id = q.id AND j2.status = 'queued' AND j2.run_at <= now()
+    ORDER BY j2.priority DESC, j2.run_at ASC, j2.id ASC
+    LIMIT GREATEST(q.n, 0)
+    FOR UPDATE OF j2 SKIP LOCKED
+  ) c
+  LIMIT $4::integer
+)
 UPDATE jobs j
 SET status = 'claimed',
     worker_id = $1::uuid,
@@ -16,35 +65,7 @@ SET status = 'claimed',
     attempt = j.attempt + 1,
     execution_seq = j.execution_seq + 1,
     updated_at = now()
-FROM (
-  SELECT j2.id FROM jobs j2
-  JOIN queues q ON q.id = j2.queue_id
-  WHERE j2.queue_id = $3::uuid AND j2.status = 'queued'
-    AND j2.run_at <= now() AND q.is_paused = false
-  ORDER BY j2.priority DESC, j2.run_at ASC, j2.id ASC
-  FOR UPDATE OF j2 SKIP LOCKED
-  LIMIT $4::integer
-) sel
+FROM candidates sel
 WHERE j.id = sel.id
 RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
-          j.timeout_ms, j.lock_expires_at, j.priority;
-
--- name: claim_queues_info
--- What the claimer needs to know about the queues it serves, best queue first.
--- Parameters: $1 queue ids uuid[].
-SELECT id, priority, concurrency_limit, is_paused
-FROM queues
-WHERE id = ANY($1::uuid[])
-ORDER BY priority DESC, id;
-
--- name: lock_queue_for_claim
--- Concurrency-limited queues: take the queue row's lock in its own statement, so the count that
--- follows (a new statement, hence a fresh snapshot) sees every claim committed by whoever held
--- the lock before us. SKIP LOCKED alone cannot count; this serialises claimers of one queue.
--- Parameters: $1 queue_id uuid.
-SELECT concurrency_limit, is_paused FROM queues WHERE id = $1::uuid FOR UPDATE;
-
--- name: count_leased_in_queue
--- Jobs holding a slot of the queue's concurrency limit (claimed or running, any worker).
--- Parameters: $1 queue_id uuid.
-SELECT count(*) FROM jobs WHERE queue_id = $1::uuid AND status IN ('claimed', 'running');
+          j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos;

@@ -16,15 +16,74 @@ WHERE j.id = ANY($1::bigint[])  -- planner steering: see complete_jobs in outcom
 RETURNING j.id;
 
 -- name: heartbeat
--- ONE statement per worker per beat: extend every lease it holds, refresh the worker's
--- denormalised last_heartbeat_at, and bump the compact per-minute history row. Returns how
--- many leases were extended and which of those jobs an operator asked to cancel.
--- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 in_flight integer.
-WITH extended AS (
-  UPDATE jobs
+-- ONE statement per worker per beat. The worker sends the fences it really has in hand (job id +
+-- execution_seq: running handlers and finished outcomes not yet recorded); the statement
+-- 1. extends exactly those leases (a lease held under this worker's id is NOT extended just
+--    because of the id: a job the worker lost track of must not be kept forever);
+-- 2. returns the ids it extended (a held fence missing from them is gone: the worker cancels
+--    that handler or discards its outcome) and which of them an operator asked to cancel;
+-- 3. gives back at once every job leased under this worker's id that the worker does not hold
+--    (say, a claim that committed but whose reply never arrived): back to 'queued' with the
+--    attempt refunded and a 'lost' execution row, like the reaper, but without waiting for the
+--    lease to run out; cancelled instead when its cancel was requested, with its dependants.
+--    The worker never sends this while a claim of its own is in flight (it serialises the two),
+--    so a job it is about to start is never given back;
+-- 4. refreshes the worker's denormalised last_heartbeat_at and bumps the compact per-minute
+--    history row.
+-- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 in_flight integer,
+-- $4 held job ids bigint[], $5 their execution_seqs integer[].
+WITH held AS (
+  SELECT * FROM unnest($4::bigint[], $5::integer[]) AS h(id, seq)
+),
+extended AS (
+  UPDATE jobs j
   SET lock_expires_at = now() + $2::integer * interval '1 millisecond'
-  WHERE worker_id = $1::uuid AND status IN ('claimed', 'running')
-  RETURNING id, cancel_requested_at
+  FROM held h
+  -- status as text: find each held job by primary key (see complete_jobs in outcomes.sql)
+  WHERE j.id = h.id AND j.execution_seq = h.seq AND j.worker_id = $1::uuid
+    AND j.status::text IN ('claimed', 'running')
+  RETURNING j.id, j.cancel_requested_at
+),
+stray AS (
+  UPDATE jobs j
+  SET status = (CASE WHEN j.cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END)::job_status,
+      attempt = GREATEST(j.attempt - 1, 0),
+      lock_expires_at = NULL,
+      finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
+      progress = NULL, progress_message = NULL, updated_at = now()
+  WHERE j.worker_id = $1::uuid AND j.status IN ('claimed', 'running')
+    AND NOT EXISTS (SELECT 1 FROM held h WHERE h.id = j.id AND h.seq = j.execution_seq)
+  RETURNING j.id, j.queue_id, j.execution_seq, j.attempt + 1 AS attempt, j.worker_id,
+            j.claimed_at, j.started_at, j.status
+),
+stray_executions AS (
+  INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, worker_id, status,
+                              claimed_at, started_at, error)
+  SELECT id, queue_id, execution_seq, attempt, worker_id, 'lost', claimed_at, started_at,
+         'given back: leased to this worker, which did not hold it (its claim reply was lost)'
+  FROM stray
+),
+doomed AS (
+  -- dependants of strays that were cancelled can never run: cancel them (cancel_dependants)
+  SELECT * FROM (
+    WITH RECURSIVE d(id) AS (
+      SELECT dep.job_id FROM job_dependencies dep
+      WHERE dep.depends_on_id IN (SELECT id FROM stray WHERE status = 'cancelled')
+      UNION
+      SELECT dep.job_id FROM job_dependencies dep JOIN d ON dep.depends_on_id = d.id
+    ) SELECT id FROM d
+  ) x
+),
+doomed_cancelled AS (
+  UPDATE jobs j
+  SET status = 'cancelled', finished_at = now(), updated_at = now(),
+      last_error = 'a job it depends on was dead-lettered or cancelled'
+  FROM doomed
+  WHERE j.id = doomed.id AND j.status IN ('waiting', 'scheduled', 'queued')
+),
+woken AS (
+  SELECT count(pg_notify('codity_jobs', q::text)) AS n
+  FROM (SELECT DISTINCT queue_id AS q FROM stray WHERE status = 'queued') s
 ),
 beat AS (
   -- A worker the sweep declared dead (say, after a network partition) that beats again is
@@ -43,9 +102,11 @@ history AS (
   DO UPDATE SET beats = h.beats + 1, max_in_flight = GREATEST(h.max_in_flight, EXCLUDED.max_in_flight)
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM extended) AS extended,
+SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM extended) AS extended,
        (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM extended
          WHERE cancel_requested_at IS NOT NULL) AS cancel_requested,
+       (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM stray) AS released,
+       (SELECT n FROM woken) AS woken,
        (SELECT count(*) FROM history) AS beats;
 
 -- name: report_progress

@@ -1,7 +1,13 @@
 -- name: complete_jobs
--- Flush many finished jobs in ONE statement: fenced update to 'completed' plus the attempt's
--- execution row (written once, now that the attempt has ended), in the same statement so the
--- two can never disagree. Jobs whose fence no longer holds are not returned (lease lost).
+-- Flush many finished jobs in ONE statement (one round trip, no explicit transaction): fenced
+-- update to 'completed', the attempt's execution row (written once, now that the attempt has
+-- ended), and the dependants step, so the three can never disagree. Jobs whose fence no longer
+-- holds are not returned (lease lost).
+-- The dependants step is codity_release_dependants(), a VOLATILE function, called once after
+-- the UPDATE (it reads `done`): it takes a fresh snapshot, so it sees job_dependencies rows an
+-- enqueue committed while this UPDATE waited on that enqueue's share lock (the statement's own
+-- snapshot would not, and the dependant would wait forever). It NOTIFYs the queues of jobs it
+-- made claimable. With no dependants it is one index probe per completed job.
 -- A fast job may complete straight from 'claimed' (the worker marks a job running only once it
 -- has run for a moment), so the worker sends when the handler started: $5.
 -- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[],
@@ -31,30 +37,11 @@ executions AS (
                               claimed_at, started_at)
   SELECT id, queue_id, execution_seq, attempt, worker_id, 'completed', claimed_at, started_at
   FROM done
+),
+dependants AS (
+  SELECT codity_release_dependants(array_agg(id)) AS woken FROM done
 )
-SELECT id FROM done;
-
--- name: release_dependants
--- Jobs waiting on the just-completed $1: one fewer pending dependency each; those reaching 0
--- become claimable (or scheduled if their run_at is still ahead). Must run as a statement
--- AFTER the completion, in the same transaction: a fresh snapshot sees dependency rows an
--- enqueue committed while the completion waited on its share lock.
--- Parameters: $1 completed job ids bigint[].
-WITH dec AS (
-  SELECT d.job_id, count(*)::integer AS n
-  FROM job_dependencies d
-  WHERE d.depends_on_id = ANY($1::bigint[])
-  GROUP BY d.job_id
-)
-UPDATE jobs j
-SET pending_dependencies = j.pending_dependencies - dec.n,
-    status = (CASE WHEN j.pending_dependencies - dec.n > 0 THEN 'waiting'
-                   WHEN j.run_at > now() THEN 'scheduled'
-                   ELSE 'queued' END)::job_status,
-    updated_at = now()
-FROM dec
-WHERE j.id = dec.job_id AND j.status = 'waiting'
-RETURNING j.id, j.queue_id, j.status::text AS status;
+SELECT d.id, (SELECT woken FROM dependants) AS woken FROM done d;
 
 -- name: cancel_dependants
 -- A job was dead-lettered or cancelled: every job that (transitively) waits on it can never

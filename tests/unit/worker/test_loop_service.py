@@ -7,8 +7,7 @@ import time
 
 import asyncpg
 import pytest
-
-from codity.scheduler.loop_service import LoopService
+from codity.core.loop_service import LoopService
 
 
 class Scripted(LoopService):

@@ -1,0 +1,51 @@
+"""A connection a worker component keeps for itself.
+
+The producer and the writer (completer, marker, heartbeat) each hold one connection of their
+own instead of borrowing one from the pool per statement: a borrowed asyncpg connection is
+reset when it goes back (one more round trip per statement), and their statements are prepared
+once per connection. A connection that died (database restart, backend ended) is replaced on
+the next use; the caller's loop service has already waited out the outage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from codity.db.pool import connect
+
+
+class HeldConnection:
+    def __init__(self, database_url: str, *, application_name: str) -> None:
+        self._url = database_url
+        self._name = application_name
+        self._conn: Any = None
+        # Several components may share one (the writer's): one reconnect at a time, or two
+        # would each open a connection and one would leak.
+        self._connecting = asyncio.Lock()
+
+    async def get(self) -> Any:
+        async with self._connecting:
+            if self._conn is not None and self._conn.is_closed():
+                self._conn = None
+            if self._conn is None:
+                self._conn = await connect(self._url, application_name=self._name)
+            return self._conn
+
+    def discard(self) -> None:
+        """After an error: drop the connection (it may be mid-operation or broken); the next
+        `get()` opens a fresh one."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.terminate()
+
+    async def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            try:
+                await asyncio.wait_for(conn.close(), timeout=2)
+            except Exception:
+                with contextlib.suppress(Exception):
+                    conn.terminate()

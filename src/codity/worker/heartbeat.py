@@ -1,0 +1,88 @@
+"""The heartbeat: every WORKER_HEARTBEAT_MS one statement keeps the leases of the jobs in hand.
+
+It sends the fences the worker really holds (running handlers and outcomes not yet recorded)
+and gets back:
+- held jobs whose lease is gone (reaped during an outage, claimed by someone else): their
+  handlers are cancelled (async) or their outcomes discarded (sync), never recorded;
+- jobs leased under this worker's id that it does not hold (a claim whose reply was lost):
+  already given back to the queue by the same statement;
+- jobs an operator asked to cancel: their handlers are cancelled.
+It runs under the claim lock (never beside a claim in flight) and the write lock (one writer at
+a time to this worker's leased rows). It also flushes handler log lines of long-running jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from uuid import UUID
+
+import structlog
+
+from codity import core
+from codity.core.loop_service import LoopService
+from codity.worker.connection import HeldConnection
+from codity.worker.executor import Executor
+from codity.worker.running import Running
+
+log = structlog.get_logger("codity.worker")
+
+
+class Heartbeat(LoopService):
+    name = "heartbeat"
+
+    def __init__(
+        self,
+        conn: HeldConnection,
+        *,
+        worker_id: UUID,
+        interval_ms: int,
+        lease_ms: int,
+        held: Callable[[], list[core.Fence]],
+        running: Running,
+        executor: Executor,
+        claim_lock: asyncio.Lock,
+        write_lock: asyncio.Lock,
+    ) -> None:
+        super().__init__(conn, interval_ms=interval_ms)
+        self.held_conn = conn
+        self._worker_id = worker_id
+        self._lease_ms = lease_ms
+        self._held = held
+        self._running = running
+        self._executor = executor
+        self._claim_lock = claim_lock
+        self._write_lock = write_lock
+        self.given_back = 0
+
+    def on_error(self, exc: Exception) -> None:
+        self.held_conn.discard()  # it may be broken mid-operation: the next round reconnects
+
+    async def run_once(self) -> bool:
+        conn = await self.held_conn.get()
+        async with self._claim_lock, self._write_lock:
+            result = await core.heartbeat(
+                conn, self._worker_id, self._lease_ms, self._held(), len(self._running)
+            )
+            await self._flush_running_logs(conn)  # the writer's connection is shared
+        for job_id in result.lost:
+            self._executor.lose(job_id)  # a finished one is dropped by the completer instead
+        if result.released:
+            self.given_back += len(result.released)
+            log.warning(
+                "gave back jobs leased to this worker that it did not hold "
+                "(a claim whose reply was lost); attempts refunded",
+                job_ids=result.released,
+            )
+        for job_id in result.cancel_requested:
+            self._executor.cancel(job_id)
+        return False
+
+    async def _flush_running_logs(self, conn: object) -> None:
+        for rj in list(self._running.jobs.values()):
+            if rj.ctx.logger.has_pending:
+                try:
+                    await rj.ctx.logger.flush(conn)
+                except Exception as exc:
+                    log.warning("could not write job logs yet", error=str(exc))
+                    return

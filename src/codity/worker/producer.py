@@ -1,0 +1,80 @@
+"""The producer: claims jobs sized to the worker's free slots, across all its queues at once.
+
+One `core.claim` statement per round (every queue the worker serves; pauses and limits read
+inside it). It never holds more jobs than the worker has free slots, so a job is never leased to
+a worker that cannot start it at once. It wakes on a NOTIFY for one of its queues, on a freed
+slot, or on the poll timer (the fallback); when a claim filled every free slot it claims again
+as soon as a slot frees.
+
+A claim and a heartbeat never overlap (`claim_lock`): the heartbeat gives back jobs leased under
+this worker's id that the worker does not hold, and a job whose claim reply is still on its way
+is not held yet. Holding the lock until the claimed jobs are registered closes that race; a
+claim whose reply never arrives (the connection died after the commit) leaves its jobs to the
+next heartbeat, which gives them back at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from uuid import UUID
+
+from codity import core
+from codity.core.loop_service import LoopService
+from codity.worker.connection import HeldConnection
+from codity.worker.executor import Executor
+
+
+class Producer(LoopService):
+    name = "producer"
+
+    def __init__(
+        self,
+        conn: HeldConnection,
+        *,
+        worker_id: UUID,
+        capacity: int,
+        lease_ms: int,
+        poll_interval_ms: int,
+        busy: Callable[[], int],
+        queue_ids: Callable[[], list[UUID]],
+        refresh_queues: Callable[[], Awaitable[None]] | None,
+        queue_refresh_ms: int,
+        executor: Executor,
+        claim_lock: asyncio.Lock,
+        wake: asyncio.Event,
+    ) -> None:
+        super().__init__(conn, interval_ms=poll_interval_ms, wake=wake)
+        self.held = conn
+        self._worker_id = worker_id
+        self._capacity = capacity
+        self._lease_ms = lease_ms
+        self._busy = busy
+        self._queue_ids = queue_ids
+        self._refresh_queues = refresh_queues
+        self._refresh_s = queue_refresh_ms / 1000
+        self._next_refresh = time.monotonic() + self._refresh_s
+        self._executor = executor
+        self._claim_lock = claim_lock
+        self.claims = 0
+
+    def on_error(self, exc: Exception) -> None:
+        self.held.discard()  # it may be broken mid-operation: the next round reconnects
+
+    async def run_once(self) -> bool:
+        if self._refresh_queues is not None and time.monotonic() >= self._next_refresh:
+            self._next_refresh = time.monotonic() + self._refresh_s
+            await self._refresh_queues()
+        free = self._capacity - self._busy()
+        queue_ids = self._queue_ids()
+        if free <= 0 or not queue_ids:
+            return False
+        conn = await self.held.get()
+        async with self._claim_lock:
+            claimed = await core.claim(conn, self._worker_id, queue_ids, free, self._lease_ms)
+            self.claims += 1
+            if claimed:
+                self._executor.start(claimed)  # in hand before the lock is released
+        # Filled every free slot: more work is probably waiting; claim again once slots free.
+        return False
