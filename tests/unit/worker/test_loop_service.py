@@ -7,6 +7,7 @@ import time
 
 import asyncpg
 import pytest
+
 from codity.core.loop_service import LoopService
 
 
