@@ -330,3 +330,10 @@ async def make_rollup_state(
     await conn.execute(
         "INSERT INTO stats_rollup_state (name, done_until) VALUES ($1, $2)", name, done_until
     )
+
+
+async def project_of(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], queue_id: uuid.UUID
+) -> uuid.UUID:
+    """The project a queue belongs to (core operations on jobs, queues and dead letters take it)."""
+    return await conn.fetchval("SELECT project_id FROM queues WHERE id = $1", queue_id)  # type: ignore[no-any-return]

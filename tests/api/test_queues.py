@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
-from tests.factories import make_project, make_queue
 
 from codity import core
 from codity.domain.states import MemberRole
@@ -126,15 +125,6 @@ async def test_delete_refused_while_jobs_run(api: ProjectApi) -> None:
     await core.claim(api.pool, worker, [uuid.UUID(q["id"])], 1, 30_000)
     assert_error(await api.delete(f"/queues/{q['id']}"), 409, "queue_busy")
     assert (await api.get(f"/queues/{q['id']}")).status_code == 200
-
-
-async def test_other_project_queue_is_not_found(api: ProjectApi) -> None:
-    """A queue id of another project (same org) is 404 even through this project's path."""
-    other_project = await make_project(api.pool, api.org_id, "other")
-    other_queue = await make_queue(api.pool, other_project, name="theirs")
-    assert_error(await api.get(f"/queues/{other_queue}"), 404, "queue_not_found")
-    assert_error(await api.post(f"/queues/{other_queue}/pause"), 404, "queue_not_found")
-    assert not await api.pool.fetchval("SELECT is_paused FROM queues WHERE id = $1", other_queue)
 
 
 async def test_viewer_reads_but_cannot_change(api: ProjectApi) -> None:

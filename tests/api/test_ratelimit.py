@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from tests.api.conftest import API, PASSWORD, Session, login, make_settings
 
 from codity.api import ratelimit
-from codity.api.errors import RateLimitedError
+from codity.domain.errors import RateLimitedError
 from codity.settings import Settings
 
 

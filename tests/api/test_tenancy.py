@@ -11,8 +11,9 @@ import pytest
 from tests.api.conftest import API, MakeOrgUser, Session, register_and_login, unique_email
 from tests.waiting import wait_until_blocked
 
-from codity.api.resources.members import LastOwnerError, _lock_and_check_owners
+from codity.api.resources.members import lock_and_check_owners
 from codity.db.pool import connect
+from codity.domain.errors import LastOwnerError
 from codity.domain.states import MemberRole
 
 
@@ -145,12 +146,12 @@ async def test_two_owners_demoting_each_other_at_once_leave_one_owner(
     try:
         tx1 = c1.transaction()
         await tx1.start()
-        await _lock_and_check_owners(c1, owner.org_id, second.user_id, MemberRole.ADMIN)
+        await lock_and_check_owners(c1, owner.org_id, second.user_id, MemberRole.ADMIN)
         await c1.execute(demote, owner.org_id, second.user_id)
 
         async def the_other_owner() -> None:
             async with c2.transaction():
-                await _lock_and_check_owners(c2, owner.org_id, owner.user_id, MemberRole.ADMIN)
+                await lock_and_check_owners(c2, owner.org_id, owner.user_id, MemberRole.ADMIN)
                 await c2.execute(demote, owner.org_id, owner.user_id)
 
         racing = asyncio.create_task(the_other_owner())

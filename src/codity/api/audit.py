@@ -10,16 +10,10 @@ import ipaddress
 import uuid
 from typing import Any
 
-import asyncpg
-
 from codity.api.principal import Principal
 from codity.api.request_context import current_client_ip, current_request_id
-
-_INSERT = """
-INSERT INTO audit_events (org_id, project_id, actor_user_id, actor_api_key_id, action,
-                          target_type, target_id, details, request_id, ip)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::inet)
-"""
+from codity.api.stores.audit import insert_event
+from codity.core import Conn
 
 
 def _inet(address: str | None) -> str | None:
@@ -34,7 +28,7 @@ def _inet(address: str | None) -> str | None:
 
 
 async def record_audit(
-    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    conn: Conn,
     actor: Principal,
     action: str,
     *,
@@ -44,16 +38,16 @@ async def record_audit(
     details: dict[str, Any] | None = None,
     org_id: uuid.UUID | None = None,
 ) -> None:
-    await conn.execute(
-        _INSERT,
-        org_id or actor.org_id,
-        project_id,
-        actor.user_id,
-        actor.api_key_id,
-        action,
-        target_type,
-        None if target_id is None else str(target_id),
-        details or {},
-        current_request_id(),
-        _inet(current_client_ip()),
+    await insert_event(
+        conn,
+        org_id=org_id or actor.org_id,
+        project_id=project_id,
+        actor_user_id=actor.user_id,
+        actor_api_key_id=actor.api_key_id,
+        action=action,
+        target_type=target_type,
+        target_id=None if target_id is None else str(target_id),
+        details=details or {},
+        request_id=current_request_id(),
+        ip=_inet(current_client_ip()),
     )

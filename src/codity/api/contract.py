@@ -217,6 +217,7 @@ def _codes_section() -> Iterator[str]:
             continue  # e.g. a worker's own errors: never answered by the API
         seen.setdefault(cls.code, status_for(cls.__new__(cls)))
     extra = {
+        "bad_request": 400,
         "validation_error": 422,
         "unauthorized": 401,
         "forbidden": 403,

@@ -5,13 +5,13 @@ readable (the `code` of the `codity.domain.errors` class that was raised, or one
 codes below), `message` is for a person, `details` is structured (field paths for validation
 errors) and `request_id` matches the `X-Request-ID` response header and the log lines.
 
-A 500 never carries a stack trace: the middleware logs it with the request id and answers
-`internal_error` (see `middleware.py`).
+The errors themselves are one tree, documented in one place: `codity.domain.errors`; this
+module maps each family to its HTTP status. A 500 never carries a stack trace: the middleware
+logs it with the request id and answers `internal_error` (see `middleware.py`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,41 +40,11 @@ class ErrorEnvelope(BaseModel):
     error: ErrorBody
 
 
-# --- errors only the HTTP edge raises, as members of the one exception tree -----------------
-
-
-class ApiError(domain.CodityError):
-    """An error whose HTTP status is decided by the API layer itself."""
-
-    status_code = 400
-    code = "bad_request"
-
-
-class UnauthorizedError(ApiError):
-    status_code = 401
-    code = "unauthorized"
-
-
-class ForbiddenError(ApiError):
-    status_code = 403
-    code = "forbidden"
-
-
-class RateLimitedError(ApiError):
-    status_code = 429
-    code = "rate_limited"
-
-    def __init__(
-        self, message: str, *, retry_after_s: float, details: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message, details={"retry_after_s": max(1, math.ceil(retry_after_s))})
-        if details:
-            self.details.update(details)
-        self.retry_after_s = max(1, math.ceil(retry_after_s))
-
-
 #: HTTP status for each domain error family; the most specific class is matched first.
 _STATUS_BY_CLASS: Sequence[tuple[type[domain.CodityError], int]] = (
+    (domain.UnauthorizedError, 401),
+    (domain.ForbiddenError, 403),
+    (domain.RateLimitedError, 429),
     (domain.PayloadTooLargeError, 413),
     (domain.ValidationError, 422),
     (domain.NotFoundError, 404),
@@ -101,8 +71,6 @@ _CODE_BY_STATUS = {
 
 
 def status_for(exc: domain.CodityError) -> int:
-    if isinstance(exc, ApiError):
-        return exc.status_code
     for cls, status in _STATUS_BY_CLASS:
         if isinstance(exc, cls):
             return status
@@ -128,7 +96,7 @@ async def _codity_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, domain.CodityError)
     status = status_for(exc)
     headers = None
-    if isinstance(exc, RateLimitedError):
+    if isinstance(exc, domain.RateLimitedError):
         headers = {"Retry-After": str(exc.retry_after_s)}
     if status >= 500:
         log.error("request_failed", code=exc.code, message=exc.message)

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from codity.api.errors import ErrorEnvelope, error_response
+from codity.db.queries import bind
 
 #: Readiness answers within this time or says the database is unavailable.
 READY_TIMEOUT_S = 2.0
@@ -39,10 +40,9 @@ async def healthz() -> Health:
 
 async def _schema_revision(pool: asyncpg.Pool[Any]) -> str | None:
     async with pool.acquire(timeout=READY_TIMEOUT_S) as conn:
-        exists = await conn.fetchval("SELECT to_regclass('public.alembic_version') IS NOT NULL")
-        if not exists:
+        if not await bind("api_health_has_migrations").fetchval(conn):
             return None
-        rev: str | None = await conn.fetchval("SELECT version_num FROM alembic_version")
+        rev: str | None = await bind("api_health_revision").fetchval(conn)
         return rev
 
 

@@ -36,35 +36,13 @@ from prometheus_client.core import (
 )
 
 from codity.core import Conn
+from codity.db.queries import bind
 from codity.domain.states import JobStatus, WorkerStatus
 
 #: Upper bounds (seconds) of the duration histograms: from a fast no-op to a long report.
 DURATION_BUCKETS_S: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 )  # fmt: skip
-
-_QUEUES_SQL = "SELECT id, name FROM queues"
-_DEPTH_SQL = "SELECT queue_id, status::text AS status, count(*) AS n FROM jobs GROUP BY 1, 2"
-_WORKERS_SQL = "SELECT status::text AS status, count(*) AS n FROM workers GROUP BY 1"
-_EXECUTIONS_SQL = """
-SELECT queue_id,
-       count(*) FILTER (WHERE started_at IS NOT NULL) AS started,
-       count(*) FILTER (WHERE status = 'completed') AS completed,
-       count(*) FILTER (WHERE status IN ('failed', 'timed_out')) AS failed,
-       count(*) FILTER (WHERE status = 'lost') AS lost
-FROM job_executions GROUP BY queue_id
-"""
-#: Attempts running right now have started but have no execution row yet.
-_RUNNING_SQL = "SELECT queue_id, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY 1"
-_DEAD_LETTERED_SQL = "SELECT queue_id, count(*) AS n FROM dead_letter_jobs GROUP BY 1"
-#: width_bucket gives, per sample, how many bucket bounds lie at or below it; the histogram
-#: is cumulated in Python. One grouped scan per histogram instead of one count per bucket.
-_HISTOGRAM_SQL = """
-SELECT width_bucket(s, $1::float8[]) AS bucket, count(*) AS n, coalesce(sum(s), 0) AS total
-FROM (SELECT extract(epoch FROM {end} - {start})::float8 AS s FROM job_executions
-      WHERE {start} IS NOT NULL AND {end} IS NOT NULL AND {end} >= {start}) d
-GROUP BY 1
-"""
 
 
 @dataclass
@@ -87,8 +65,8 @@ class Snapshot:
     run: Histogram
 
 
-async def _histogram(conn: Conn, start: str, end: str) -> Histogram:
-    rows = await conn.fetch(_HISTOGRAM_SQL.format(start=start, end=end), list(DURATION_BUCKETS_S))
+async def _histogram(conn: Conn, statement: str) -> Histogram:
+    rows = await bind(statement, bounds=list(DURATION_BUCKETS_S)).fetch(conn)
     per_bucket = {r["bucket"]: r["n"] for r in rows}
     cumulated: list[tuple[str, float]] = []
     running = 0
@@ -101,25 +79,29 @@ async def _histogram(conn: Conn, start: str, end: str) -> Histogram:
 
 
 async def take_snapshot(conn: Conn) -> Snapshot:
-    queues = await conn.fetch(_QUEUES_SQL + " ORDER BY name")
-    paused_rows = await conn.fetch("SELECT id, is_paused FROM queues")
+    queues = await bind("api_metrics_queues").fetch(conn)
     executions: dict[UUID, dict[str, int]] = {}
-    for r in await conn.fetch(_EXECUTIONS_SQL):
+    for r in await bind("api_metrics_executions").fetch(conn):
         executions[r["queue_id"]] = {k: r[k] for k in ("started", "completed", "failed", "lost")}
-    for r in await conn.fetch(_RUNNING_SQL):
+    for r in await bind("api_metrics_running").fetch(conn):
         counts = executions.setdefault(
             r["queue_id"], {"started": 0, "completed": 0, "failed": 0, "lost": 0}
         )
         counts["started"] += r["n"]
     return Snapshot(
         queue_names={r["id"]: r["name"] for r in queues},
-        depth=[(r["queue_id"], r["status"], r["n"]) for r in await conn.fetch(_DEPTH_SQL)],
-        paused={r["id"]: r["is_paused"] for r in paused_rows},
-        workers={r["status"]: r["n"] for r in await conn.fetch(_WORKERS_SQL)},
+        depth=[
+            (r["queue_id"], r["status"], r["n"])
+            for r in await bind("api_metrics_depth").fetch(conn)
+        ],
+        paused={r["id"]: r["is_paused"] for r in queues},
+        workers={r["status"]: r["n"] for r in await bind("api_metrics_workers").fetch(conn)},
         executions=executions,
-        dead_lettered={r["queue_id"]: r["n"] for r in await conn.fetch(_DEAD_LETTERED_SQL)},
-        claim_to_start=await _histogram(conn, "claimed_at", "started_at"),
-        run=await _histogram(conn, "started_at", "finished_at"),
+        dead_lettered={
+            r["queue_id"]: r["n"] for r in await bind("api_metrics_dead_lettered").fetch(conn)
+        },
+        claim_to_start=await _histogram(conn, "api_metrics_claim_to_start"),
+        run=await _histogram(conn, "api_metrics_run"),
     )
 
 

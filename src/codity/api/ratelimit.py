@@ -1,6 +1,6 @@
 """Rate limits kept in PostgreSQL (no Redis): fixed windows in `rate_limit_buckets`.
 
-Each check is ONE statement: an upsert that starts a new window when the old one has expired,
+Each check is ONE statement (`api_rate_limits_consume` in `db/sql/api_rate_limits.sql`): an upsert that starts a new window when the old one has expired,
 and otherwise adds `cost` only if the total stays within the limit. A refused request therefore
 consumes nothing (a bulk enqueue over the limit is refused whole and does not eat the quota of
 the requests after it). Counters live on the primary key `key`, so concurrent API processes
@@ -26,38 +26,15 @@ from typing import Any
 import asyncpg
 import structlog
 
-from codity.api.errors import RateLimitedError
 from codity.api.request_context import current_settings
+from codity.db.queries import bind
+from codity.domain.errors import RateLimitedError
 from codity.settings import Settings
 
 log = structlog.get_logger("codity.api.ratelimit")
 
-_CONSUME_SQL = """
-INSERT INTO rate_limit_buckets AS b (key, window_start, count, expires_at)
-VALUES ($1, now(), $2, now() + make_interval(secs => $4))
-ON CONFLICT (key) DO UPDATE
-   SET window_start = CASE WHEN b.expires_at <= now() THEN now() ELSE b.window_start END,
-       count        = CASE WHEN b.expires_at <= now() THEN $2 ELSE b.count + $2 END,
-       expires_at   = CASE WHEN b.expires_at <= now()
-                           THEN now() + make_interval(secs => $4) ELSE b.expires_at END
- WHERE b.expires_at <= now() OR b.count + $2 <= $3
-RETURNING count, expires_at
-"""
-
-# Expired windows are dead weight (a key per IP, account and project): the API prunes them.
-_PRUNE_SQL = "DELETE FROM rate_limit_buckets WHERE expires_at < now() - interval '1 minute'"
-
 #: How often each API process prunes expired windows.
 PRUNE_INTERVAL_S = 300.0
-
-_REFUND_SQL = """
-UPDATE rate_limit_buckets SET count = greatest(count - $2, 0)
- WHERE key = $1 AND expires_at > now()
-"""
-
-_PEEK_SQL = """
-SELECT count, expires_at FROM rate_limit_buckets WHERE key = $1 AND expires_at > now()
-"""
 
 
 @dataclass(frozen=True)
@@ -68,7 +45,7 @@ class Decision:
 
 
 async def _seconds_left(pool: asyncpg.Pool[Any], key: str) -> tuple[int, float]:
-    row = await pool.fetchrow(_PEEK_SQL, key)
+    row = await bind("api_rate_limits_peek", key=key).fetchrow(pool)
     if row is None:
         return 0, 0.0
     left = (row["expires_at"] - dt.datetime.now(dt.UTC)).total_seconds()
@@ -81,7 +58,9 @@ async def consume(
     """Take `cost` units from `key`'s window if that keeps it within `limit`."""
     if cost > limit:  # can never fit, whatever the window holds
         return Decision(False, 0, float(window_s))
-    row = await pool.fetchrow(_CONSUME_SQL, key, cost, limit, window_s)
+    row = await bind(
+        "api_rate_limits_consume", key=key, cost=cost, limit=limit, window_s=window_s
+    ).fetchrow(pool)
     if row is not None:
         return Decision(True, int(row["count"]), 0.0)
     count, left = await _seconds_left(pool, key)
@@ -90,12 +69,12 @@ async def consume(
 
 async def refund(pool: asyncpg.Pool[Any], key: str, *, cost: int = 1) -> None:
     """Give back units taken in the current window (an attempt that turned out not to count)."""
-    await pool.execute(_REFUND_SQL, key, cost)
+    await bind("api_rate_limits_refund", key=key, cost=cost).execute(pool)
 
 
 async def prune_expired(pool: asyncpg.Pool[Any]) -> int:
     """Delete windows that ended over a minute ago; returns how many were deleted."""
-    status: str = await pool.execute(_PRUNE_SQL)
+    status = await bind("api_rate_limits_prune").execute(pool)
     return int(status.split()[-1])
 
 

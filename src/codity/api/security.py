@@ -13,44 +13,12 @@ from typing import Any
 
 import asyncpg
 
-from codity.api.errors import ForbiddenError, UnauthorizedError
 from codity.api.principal import Principal, ProjectContext, role_at_least
+from codity.api.stores import api_keys, members, projects
 from codity.api.tokens import decode_access_token, looks_like_api_key, sha256
-from codity.domain.errors import NotFoundError
+from codity.domain.errors import ForbiddenError, ProjectNotFoundError, UnauthorizedError
 from codity.domain.states import MemberRole
 from codity.settings import Settings
-
-# The role comes from the membership row, not from the token: a demotion or a removal takes
-# effect on the next request instead of when the 15-minute token expires.
-_MEMBER_ROLE_SQL = """
-SELECT m.role
-  FROM memberships m JOIN users u ON u.id = m.user_id
- WHERE m.org_id = $1 AND m.user_id = $2 AND u.is_active
-"""
-
-# One statement finds a live key (not revoked, not expired) and records its use. `last_used_at`
-# is refreshed at most once a minute: a key enqueueing all day should not rewrite its row on
-# every request.
-_USE_API_KEY_SQL = """
-WITH live AS (
-    SELECT k.id, k.project_id, k.role, p.org_id, k.last_used_at
-      FROM api_keys k JOIN projects p ON p.id = k.project_id
-     WHERE k.key_hash = $1
-       AND k.revoked_at IS NULL
-       AND (k.expires_at IS NULL OR k.expires_at > now())
-), touched AS (
-    UPDATE api_keys SET last_used_at = now()
-     WHERE id = (SELECT id FROM live)
-       AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-)
-SELECT id, project_id, role, org_id FROM live
-"""
-
-_PROJECT_ORG_SQL = "SELECT org_id FROM projects WHERE id = $1"
-
-
-class ProjectNotFoundError(NotFoundError):
-    code = "project_not_found"
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -70,28 +38,30 @@ async def authenticate(
     if looks_like_api_key(token):
         return await _api_key_principal(pool, token)
     claims = decode_access_token(settings, token)
-    role = await pool.fetchval(_MEMBER_ROLE_SQL, claims.org_id, claims.user_id)
+    # The role comes from the membership row, not from the token: a demotion or a removal
+    # takes effect on the next request instead of when the 15-minute token expires.
+    role = await members.role_of(pool, claims.org_id, claims.user_id)
     if role is None:
         raise UnauthorizedError("this account is no longer a member of the organisation")
     return Principal(
         user_id=claims.user_id,
         api_key_id=None,
         org_id=claims.org_id,
-        role=MemberRole(role),
+        role=role,
         project_id=None,
     )
 
 
 async def _api_key_principal(pool: asyncpg.Pool[Any], key: str) -> Principal:
-    row = await pool.fetchrow(_USE_API_KEY_SQL, sha256(key))
-    if row is None:
+    live = await api_keys.use_key(pool, sha256(key))
+    if live is None:
         raise UnauthorizedError("the API key is not valid (unknown, revoked or expired)")
     return Principal(
         user_id=None,
-        api_key_id=row["id"],
-        org_id=row["org_id"],
-        role=MemberRole(row["role"]),
-        project_id=row["project_id"],
+        api_key_id=live.id,
+        org_id=live.org_id,
+        role=live.role,
+        project_id=live.project_id,
     )
 
 
@@ -105,7 +75,7 @@ async def assert_project_access(
     """
     if principal.project_id is not None and principal.project_id != project_id:
         raise ProjectNotFoundError("project not found")
-    org_id = await pool.fetchval(_PROJECT_ORG_SQL, project_id)
+    org_id = await projects.org_of(pool, project_id)
     if org_id is None or org_id != principal.org_id:
         raise ProjectNotFoundError("project not found")
     return ProjectContext(

@@ -21,7 +21,7 @@ from typing import Any
 
 import jwt
 
-from codity.api.errors import UnauthorizedError
+from codity.domain.errors import UnauthorizedError
 from codity.domain.states import MemberRole
 from codity.settings import Settings
 

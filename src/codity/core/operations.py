@@ -2,9 +2,14 @@
 
 These move one job in Python, so they lock it, check the move against the allowed-map
 (`assert_transition`: an illegal one raises IllegalTransitionError), then write.
+
+Every operation takes the project and finds the job only inside it: a job id of another
+tenant is "not found", whatever the caller checked (or forgot to check) before.
 """
 
 from __future__ import annotations
+
+from uuid import UUID
 
 from codity.core.connection import Conn, transaction
 from codity.core.dependencies import cancel_dependants
@@ -14,17 +19,21 @@ from codity.domain.errors import IllegalTransitionError, JobNotFoundError
 from codity.domain.states import LEASED_STATUSES, JobStatus, assert_transition
 
 
-async def cancel_job(conn: Conn, job_id: int) -> JobStatus:
-    """Cancel a job; returns its status afterwards.
+def _not_found(job_id: int) -> JobNotFoundError:
+    return JobNotFoundError(f"no job {job_id} in this project", details={"job_id": job_id})
+
+
+async def cancel_job(conn: Conn, project_id: UUID, job_id: int) -> JobStatus:
+    """Cancel a job of the project; returns its status afterwards.
 
     waiting/queued/scheduled: cancelled now. claimed/running: cancel_requested_at is set and the
     job stays leased; the worker sees the request at its next heartbeat and reports it.
     Already cancelled: nothing to do. Jobs that depend on a cancelled job are cancelled too.
     """
     async with transaction(conn) as tx:
-        row = await tx.fetchrow(sql("lock_job"), job_id)
+        row = await tx.fetchrow(sql("lock_job"), job_id, project_id)
         if row is None:
-            raise JobNotFoundError(f"no job with id {job_id}", details={"job_id": job_id})
+            raise _not_found(job_id)
         current = JobStatus(row["status"])
         if current is JobStatus.CANCELLED:
             return current
@@ -37,12 +46,13 @@ async def cancel_job(conn: Conn, job_id: int) -> JobStatus:
         return JobStatus.CANCELLED
 
 
-async def retry_job(conn: Conn, job_id: int) -> JobStatus:
-    """A failed, dead-lettered or cancelled job goes back to 'queued' with attempt reset to 0."""
+async def retry_job(conn: Conn, project_id: UUID, job_id: int) -> JobStatus:
+    """A failed, dead-lettered or cancelled job of the project goes back to 'queued' with
+    attempt reset to 0."""
     async with transaction(conn) as tx:
-        row = await tx.fetchrow(sql("lock_job"), job_id)
+        row = await tx.fetchrow(sql("lock_job"), job_id, project_id)
         if row is None:
-            raise JobNotFoundError(f"no job with id {job_id}", details={"job_id": job_id})
+            raise _not_found(job_id)
         current = JobStatus(row["status"])
         if current not in (JobStatus.FAILED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED):
             # Retrying a queued or running job would double-run it; completed is final.

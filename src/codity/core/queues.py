@@ -84,15 +84,18 @@ async def resolve_worker_queues(conn: Conn, names: Sequence[str] | None) -> list
     return found
 
 
-async def _set_paused(conn: Conn, queue_id: UUID, paused: bool) -> None:
-    if await conn.fetchval(sql("set_queue_paused"), queue_id, paused) is None:
-        raise QueueNotFoundError(f"no queue with id {queue_id}", details={"queue": str(queue_id)})
+async def _set_paused(conn: Conn, project_id: UUID, queue_id: UUID, paused: bool) -> None:
+    if await conn.fetchval(sql("set_queue_paused"), queue_id, paused, project_id) is None:
+        raise QueueNotFoundError(
+            f"no queue {queue_id} in this project", details={"queue": str(queue_id)}
+        )
 
 
-async def pause_queue(conn: Conn, queue_id: UUID) -> None:
-    """Claims stop returning this queue's jobs; running jobs finish normally."""
-    await _set_paused(conn, queue_id, True)
+async def pause_queue(conn: Conn, project_id: UUID, queue_id: UUID) -> None:
+    """Claims stop returning this queue's jobs; running jobs finish normally. Only a queue of
+    the project is paused (another tenant's id: QueueNotFoundError)."""
+    await _set_paused(conn, project_id, queue_id, True)
 
 
-async def resume_queue(conn: Conn, queue_id: UUID) -> None:
-    await _set_paused(conn, queue_id, False)
+async def resume_queue(conn: Conn, project_id: UUID, queue_id: UUID) -> None:
+    await _set_paused(conn, project_id, queue_id, False)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 import asyncpg
-from tests.factories import make_queue
+from tests.factories import make_queue, project_of
 from tests.integration.core.helpers import executions, job_row, new_worker
 
 from codity.core import (
@@ -76,9 +76,9 @@ async def test_paused_queue_yields_nothing(
     db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
 ) -> None:
     await enqueue(db, queue_id, NewJob("h"))
-    await pause_queue(db, queue_id)
+    await pause_queue(db, await project_of(db, queue_id), queue_id)
     assert await claim(db, worker_id, [queue_id], 10, LEASE_MS) == []
-    await resume_queue(db, queue_id)
+    await resume_queue(db, await project_of(db, queue_id), queue_id)
     assert len(await claim(db, worker_id, [queue_id], 10, LEASE_MS)) == 1
 
 

@@ -94,6 +94,7 @@ class CoreMachine(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.conn: Any = None
         self.queue_id = uuid.uuid4()
+        self.project_id = uuid.uuid4()
         self.workers: list[uuid.UUID] = []
         self.believed: dict[uuid.UUID, dict[int, Fence]] = {}  # what each worker thinks it holds
         self.issued: list[Fence] = []  # every fence any claim ever handed out, stale or not
@@ -115,6 +116,7 @@ class CoreMachine(RuleBasedStateMachine):
             )
         )
         tenant = self.run(make_tenant(self.conn))
+        self.project_id = tenant.project_id
         self.queue_id = self.run(make_queue(self.conn, tenant.project_id, name="prop"))
         for name in ("a", "b"):
             wid = self.run(make_worker(self.conn, hostname=name))
@@ -235,11 +237,11 @@ class CoreMachine(RuleBasedStateMachine):
         ids = sorted(self.last_status)
         # completed/dead-lettered jobs refuse: IllegalTransitionError is the correct answer
         with contextlib.suppress(IllegalTransitionError):
-            self.run(cancel_job(self.conn, ids[index % len(ids)]))
+            self.run(cancel_job(self.conn, self.project_id, ids[index % len(ids)]))
 
     @rule()
     def replay(self) -> None:
-        self.run(replay_queue_dead_letters(self.conn, self.queue_id))
+        self.run(replay_queue_dead_letters(self.conn, self.project_id, self.queue_id))
 
     @rule()
     def promote(self) -> None:

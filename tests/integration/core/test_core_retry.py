@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 import asyncpg
-from tests.factories import make_queue, make_retry_policy, make_tenant
+from tests.factories import make_queue, make_retry_policy, make_tenant, project_of
 from tests.integration.core.helpers import executions, job_row
 
 from codity.core import Failure, NewJob, claim, enqueue, fail, promote_due, replay_dead_letters
@@ -73,7 +73,7 @@ async def test_job_failing_every_attempt_follows_queue_backoff_then_dead_letters
     assert [e["status"] for e in await executions(db, job.id)] == ["failed"] * 5
 
     # replay: runs again, attempt budget fresh, a new execution identity
-    assert await replay_dead_letters(db, [dl["id"]]) == [job.id]
+    assert await replay_dead_letters(db, await project_of(db, queue_id), [dl["id"]]) == [job.id]
     (again,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
     assert again.id == job.id
     assert again.attempt == 1

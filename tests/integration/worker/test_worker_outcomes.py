@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 import asyncpg
-from tests.factories import make_queue, make_retry_policy, make_tenant
+from tests.factories import make_queue, make_retry_policy, make_tenant, project_of
 from tests.integration.worker.helpers import enqueue, running_worker, wait_for, wait_status
 
 from codity.worker.context import JobContext
@@ -133,7 +133,10 @@ async def test_cancel_request_reaches_the_running_handler_at_the_next_heartbeat(
     job = await enqueue(db, queue_id, "hang")
     async with running_worker(database_url, registry(), heartbeat_ms=100):
         await wait_status(db, job, "running")
-        assert await core.cancel_job(db, job) in ("running", "claimed")
+        assert await core.cancel_job(db, await project_of(db, queue_id), job) in (
+            "running",
+            "claimed",
+        )
         await wait_status(db, job, "cancelled", timeout_s=5)
     execution = await db.fetchval("SELECT status::text FROM job_executions WHERE job_id = $1", job)
     assert execution == "cancelled"

@@ -1,4 +1,5 @@
-"""Query and path parameters the project resources share, with their bounds in OpenAPI."""
+"""Path and query parameters the project resources share, with their bounds in OpenAPI.
+(Page size and cursor: `codity.api.pagination`.)"""
 
 from __future__ import annotations
 
@@ -7,22 +8,9 @@ from uuid import UUID
 
 from fastapi import Path, Query
 
-from codity.api.schemas.common import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NO_NUL_PATTERN
+from codity.api.schemas.common import NO_NUL_PATTERN
 from codity.api.schemas.jobs import MAX_JOB_ID
 
-Limit = Annotated[
-    int,
-    Query(ge=1, le=MAX_PAGE_SIZE, description=f"page size (default {DEFAULT_PAGE_SIZE})"),
-]
-Cursor = Annotated[
-    str | None,
-    Query(
-        min_length=1,
-        max_length=500,
-        pattern=NO_NUL_PATTERN,
-        description="next_cursor of the previous page",
-    ),
-]
 QueueId = Annotated[UUID, Path(description="queue id")]
 JobId = Annotated[int, Path(ge=1, le=MAX_JOB_ID, description="job id")]
 ScheduleId = Annotated[UUID, Path(description="schedule id")]

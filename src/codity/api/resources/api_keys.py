@@ -14,49 +14,26 @@ from fastapi import Path, Response
 
 from codity.api.audit import record_audit
 from codity.api.deps import DbPool, ProjectScope
-from codity.api.resources._tenancy_common import (
-    DEFAULT_LIMIT,
-    InvalidCursorError,
-    PageCursor,
-    PageLimit,
-    decode_cursor,
-    encode_cursor,
-)
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
-from codity.api.schemas.tenancy import ApiKeyCreate, ApiKeyCreated, ApiKeyPublic, ApiKeysPage
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE
+from codity.api.schemas.tenancy import ApiKeyCreate, ApiKeyCreated, ApiKeysPage
 from codity.api.security import require_role, require_user
+from codity.api.stores import api_keys as store
 from codity.api.tokens import new_api_key
-from codity.domain.errors import NotFoundError
 from codity.domain.states import MemberRole
 
 KeyId = Annotated[uuid.UUID, Path(description="API key id")]
-_COLUMNS = "id, name, prefix, role, created_at, last_used_at, expires_at, revoked_at"
-
-
-class ApiKeyNotFoundError(NotFoundError):
-    code = "api_key_not_found"
 
 
 async def list_api_keys(
-    ctx: ProjectScope, pool: DbPool, limit: PageLimit = DEFAULT_LIMIT, cursor: PageCursor = None
+    ctx: ProjectScope, pool: DbPool, limit: Limit = DEFAULT_PAGE_SIZE, cursor: Cursor = None
 ) -> ApiKeysPage:
-    after = decode_cursor(cursor)
-    try:
-        after_id = uuid.UUID(after) if after else None
-    except ValueError:
-        raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged") from None
-    rows = await pool.fetch(
-        f"""SELECT {_COLUMNS} FROM api_keys
-             WHERE project_id = $1 AND ($2::uuid IS NULL OR id > $2)
-             ORDER BY id LIMIT $3""",
-        ctx.project_id,
-        after_id,
-        limit,
+    after = decode_cursor(cursor, uuid.UUID)
+    items = await store.list_keys(
+        pool, ctx.project_id, limit=limit, after_id=after[0] if after else None
     )
-    items = [ApiKeyPublic(**dict(r)) for r in rows]
-    return ApiKeysPage(
-        items=items, next_cursor=encode_cursor(str(items[-1].id)) if len(items) == limit else None
-    )
+    return ApiKeysPage(items=items, next_cursor=next_cursor(items, limit, lambda k: (k.id,)))
 
 
 async def create_api_key(body: ApiKeyCreate, ctx: ProjectScope, pool: DbPool) -> ApiKeyCreated:
@@ -64,19 +41,15 @@ async def create_api_key(body: ApiKeyCreate, ctx: ProjectScope, pool: DbPool) ->
     require_role(ctx.principal, body.role)  # no key above its creator's role
     key, prefix, key_hash = new_api_key()
     async with pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(
-            f"""INSERT INTO api_keys (project_id, name, prefix, key_hash, role, created_by, expires_at)
-                VALUES ($1, $2, $3, $4, $5, $6,
-                        CASE WHEN $7::int IS NULL THEN NULL
-                             ELSE now() + make_interval(days => $7::int) END)
-                RETURNING {_COLUMNS}""",
+        created = await store.create_key(
+            conn,
             ctx.project_id,
-            body.name,
-            prefix,
-            key_hash,
-            body.role.value,
-            creator,
-            body.expires_in_days,
+            name=body.name,
+            prefix=prefix,
+            key_hash=key_hash,
+            role=body.role,
+            created_by=creator,
+            expires_in_days=body.expires_in_days,
         )
         await record_audit(
             conn,
@@ -84,22 +57,15 @@ async def create_api_key(body: ApiKeyCreate, ctx: ProjectScope, pool: DbPool) ->
             "api_key.create",
             project_id=ctx.project_id,
             target_type="api_key",
-            target_id=row["id"],
+            target_id=created.id,
             details={"name": body.name, "role": body.role.value},
         )
-    return ApiKeyCreated(**dict(row), key=key)
+    return ApiKeyCreated(**created.model_dump(), key=key)
 
 
 async def revoke_api_key(key_id: KeyId, ctx: ProjectScope, pool: DbPool) -> Response:
     async with pool.acquire() as conn, conn.transaction():
-        found = await conn.fetchval(
-            """UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-                WHERE project_id = $1 AND id = $2 RETURNING id""",
-            ctx.project_id,
-            key_id,
-        )
-        if found is None:
-            raise ApiKeyNotFoundError("API key not found")
+        await store.revoke_key(conn, ctx.project_id, key_id)
         await record_audit(
             conn,
             ctx.principal,

@@ -18,15 +18,12 @@ import datetime as dt
 import re
 import secrets
 import uuid
-from typing import Any
 
-import asyncpg
 from fastapi import Request, Response
 
 from codity.api import ratelimit
 from codity.api.audit import record_audit
 from codity.api.deps import AppSettings, CurrentPrincipal, DbPool
-from codity.api.errors import UnauthorizedError
 from codity.api.principal import Principal
 from codity.api.request_context import current_client_ip
 from codity.api.routing import RateLimitClass, Route, Scope
@@ -41,11 +38,17 @@ from codity.api.schemas.auth import (
     RegisterRequest,
     SwitchOrgRequest,
     TokenPair,
-    UserPublic,
 )
 from codity.api.security import require_user
+from codity.api.stores import members, orgs, projects, sessions, users
 from codity.api.tokens import issue_access_token, sha256
-from codity.domain.errors import ConflictError, NotFoundError
+from codity.core import Conn
+from codity.domain.errors import (
+    InvalidCredentialsError,
+    InvalidRefreshTokenError,
+    OrgNotFoundError,
+    RefreshTokenReusedError,
+)
 from codity.domain.passwords import hash_password, verify_password
 from codity.domain.states import MemberRole
 from codity.settings import Settings
@@ -58,26 +61,6 @@ DEFAULT_PROJECT_NAME = "Default"
 DEFAULT_PROJECT_SLUG = "default"
 
 
-class EmailTakenError(ConflictError):
-    code = "email_taken"
-
-
-class InvalidCredentialsError(UnauthorizedError):
-    code = "invalid_credentials"
-
-
-class InvalidRefreshTokenError(UnauthorizedError):
-    code = "invalid_refresh_token"
-
-
-class RefreshTokenReusedError(UnauthorizedError):
-    code = "refresh_token_reused"
-
-
-class OrgNotFoundError(NotFoundError):
-    code = "org_not_found"
-
-
 def slugify(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-")
     return slug or "org"
@@ -87,7 +70,7 @@ def slugify(name: str) -> str:
 
 
 async def _issue_tokens(
-    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    conn: Conn,
     settings: Settings,
     *,
     user_id: uuid.UUID,
@@ -97,29 +80,18 @@ async def _issue_tokens(
     user_agent: str | None = None,
 ) -> TokenPair:
     refresh = f"{org_id.hex}.{secrets.token_urlsafe(32)}"
-    await conn.execute(
-        """INSERT INTO refresh_tokens (user_id, family_id, token_hash, expires_at, user_agent, ip)
-           VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6::inet)""",
-        user_id,
-        family_id or uuid.uuid4(),
-        sha256(refresh),
-        settings.refresh_token_ttl_s,
-        (user_agent or "")[:256] or None,
-        current_client_ip(),
+    await sessions.store(
+        conn,
+        user_id=user_id,
+        family_id=family_id or uuid.uuid4(),
+        token_hash=sha256(refresh),
+        ttl_s=settings.refresh_token_ttl_s,
+        user_agent=(user_agent or "")[:256] or None,
+        ip=current_client_ip(),
     )
     access = issue_access_token(settings, user_id=user_id, org_id=org_id, role=role)
     return TokenPair(
         access_token=access, refresh_token=refresh, expires_in=settings.access_token_ttl_s
-    )
-
-
-async def _first_membership(
-    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], user_id: uuid.UUID
-) -> asyncpg.Record | None:
-    return await conn.fetchrow(
-        """SELECT org_id, role FROM memberships WHERE user_id = $1
-           ORDER BY created_at, org_id LIMIT 1""",
-        user_id,
     )
 
 
@@ -134,58 +106,32 @@ async def register(
     # ~50 ms of CPU: in a thread, and before the transaction so no connection waits on it.
     password_hash = await asyncio.to_thread(hash_password, body.password)
     async with pool.acquire() as conn, conn.transaction():
-        try:
-            user = await conn.fetchrow(
-                """INSERT INTO users (email, password_hash, display_name) VALUES ($1, $2, $3)
-                   RETURNING id, email, display_name""",
-                email,
-                password_hash,
-                body.name,
-            )
-        except asyncpg.UniqueViolationError:
-            raise EmailTakenError("an account with this email already exists") from None
-        org = await conn.fetchrow(
-            "INSERT INTO organizations (name, slug) VALUES ($1, $2) RETURNING id, name, slug",
-            body.org_name,
-            f"{slugify(body.org_name)}-{secrets.token_hex(3)}",
+        user = await users.create_user(
+            conn, email=email, password_hash=password_hash, display_name=body.name
         )
-        await conn.execute(
-            "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'owner')",
-            org["id"],
-            user["id"],
+        org = await orgs.create_org(
+            conn, name=body.org_name, slug=f"{slugify(body.org_name)}-{secrets.token_hex(3)}"
         )
-        project = await conn.fetchrow(
-            """INSERT INTO projects (org_id, name, slug) VALUES ($1, $2, $3)
-               RETURNING id, name, slug""",
-            org["id"],
-            DEFAULT_PROJECT_NAME,
-            DEFAULT_PROJECT_SLUG,
+        await members.add_member(conn, org.id, user.id, MemberRole.OWNER)
+        project = await projects.create_project(
+            conn, org.id, name=DEFAULT_PROJECT_NAME, slug=DEFAULT_PROJECT_SLUG
         )
         # Pending invitations to this email become memberships now.
-        await conn.execute(
-            """WITH accepted AS (
-                   UPDATE invitations SET accepted_at = now()
-                    WHERE email = $1 AND accepted_at IS NULL
-                RETURNING org_id, role)
-               INSERT INTO memberships (org_id, user_id, role)
-               SELECT org_id, $2, role FROM accepted ON CONFLICT DO NOTHING""",
-            email,
-            user["id"],
-        )
-        actor = Principal(user["id"], None, org["id"], MemberRole.OWNER, None)
-        await record_audit(conn, actor, "user.register", target_type="user", target_id=user["id"])
+        await members.accept_invitations(conn, email, user.id)
+        actor = Principal(user.id, None, org.id, MemberRole.OWNER, None)
+        await record_audit(conn, actor, "user.register", target_type="user", target_id=user.id)
         tokens = await _issue_tokens(
             conn,
             settings,
-            user_id=user["id"],
-            org_id=org["id"],
+            user_id=user.id,
+            org_id=org.id,
             role=MemberRole.OWNER,
             user_agent=request.headers.get("user-agent"),
         )
     return RegisterPublic(
-        user=UserPublic(id=user["id"], email=user["email"], name=user["display_name"]),
-        org=OrgRef(**dict(org)),
-        project=ProjectRef(**dict(project)),
+        user=user,
+        org=org,
+        project=ProjectRef(id=project.id, name=project.name, slug=project.slug),
         tokens=tokens,
     )
 
@@ -198,25 +144,23 @@ async def login(
     # Reserved before the password is checked: once the limit is reached even a correct
     # password waits, and parallel guesses cannot overtake the count.
     await ratelimit.reserve_login_attempt(pool, settings, ip=ip, email=email)
-    user = await pool.fetchrow(
-        "SELECT id, password_hash, is_active FROM users WHERE email = $1", email
-    )
+    user = await users.credentials(pool, email)
     stored = user["password_hash"] if user else _DUMMY_HASH
     # argon2 takes ~50 ms of CPU: off the event loop, so other requests keep flowing.
     ok = await asyncio.to_thread(verify_password, stored, body.password)
     if not ok or user is None or not user["is_active"]:
         raise InvalidCredentialsError("the email or the password is wrong")
     await ratelimit.release_login_attempt(pool, ip=ip, email=email)
-    membership = await _first_membership(pool, user["id"])
+    membership = await members.first_membership(pool, user["id"])
     if membership is None:
         raise InvalidCredentialsError("this account is not a member of any organisation")
-    await pool.execute("UPDATE users SET last_login_at = now() WHERE id = $1", user["id"])
+    await users.touch_login(pool, user["id"])
     return await _issue_tokens(
         pool,
         settings,
         user_id=user["id"],
-        org_id=membership["org_id"],
-        role=MemberRole(membership["role"]),
+        org_id=membership[0],
+        role=membership[1],
         user_agent=request.headers.get("user-agent"),
     )
 
@@ -234,35 +178,21 @@ async def refresh(
 ) -> TokenPair:
     async with pool.acquire() as conn:
         async with conn.transaction():
-            row = await conn.fetchrow(
-                """SELECT id, user_id, family_id, expires_at, rotated_at, revoked_at
-                     FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE""",
-                sha256(body.refresh_token),
-            )
+            row = await sessions.lock(conn, sha256(body.refresh_token))
             if row is None or row["revoked_at"] is not None:
                 raise InvalidRefreshTokenError("the refresh token is not valid: sign in again")
             reused = row["rotated_at"] is not None
             if reused:
-                await conn.execute(
-                    """UPDATE refresh_tokens SET revoked_at = now()
-                        WHERE family_id = $1 AND revoked_at IS NULL""",
-                    row["family_id"],
-                )
+                await sessions.revoke_family(conn, row["family_id"])
             elif row["expires_at"] <= dt.datetime.now(dt.UTC):
                 raise InvalidRefreshTokenError("the refresh token has expired: sign in again")
             else:
-                await conn.execute(
-                    "UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1", row["id"]
-                )
+                await sessions.rotate(conn, row["id"])
                 org_id = _org_of_refresh_token(body.refresh_token)
                 membership = None
                 if org_id is not None:
-                    membership = await conn.fetchrow(
-                        "SELECT org_id, role FROM memberships WHERE org_id = $1 AND user_id = $2",
-                        org_id,
-                        row["user_id"],
-                    )
-                membership = membership or await _first_membership(conn, row["user_id"])
+                    membership = await members.membership(conn, org_id, row["user_id"])
+                membership = membership or await members.first_membership(conn, row["user_id"])
                 if membership is None:
                     raise InvalidRefreshTokenError(
                         "this account is not a member of any organisation"
@@ -271,8 +201,8 @@ async def refresh(
                     conn,
                     settings,
                     user_id=row["user_id"],
-                    org_id=membership["org_id"],
-                    role=MemberRole(membership["role"]),
+                    org_id=membership[0],
+                    role=membership[1],
                     family_id=row["family_id"],
                     user_agent=request.headers.get("user-agent"),
                 )
@@ -284,31 +214,17 @@ async def refresh(
 
 async def logout(body: RefreshRequest, pool: DbPool) -> Response:
     """Revokes the presented token's whole family. Unknown tokens are accepted silently."""
-    await pool.execute(
-        """UPDATE refresh_tokens SET revoked_at = now()
-            WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = $1)
-              AND revoked_at IS NULL""",
-        sha256(body.refresh_token),
-    )
+    await sessions.revoke_family_of(pool, sha256(body.refresh_token))
     return Response(status_code=204)
 
 
 async def me(principal: CurrentPrincipal, pool: DbPool) -> MePublic:
     user_id = require_user(principal)
-    user = await pool.fetchrow("SELECT id, email, display_name FROM users WHERE id = $1", user_id)
-    memberships = await pool.fetch(
-        """SELECT o.id, o.name, o.slug, m.role FROM memberships m
-             JOIN organizations o ON o.id = m.org_id
-            WHERE m.user_id = $1 ORDER BY m.created_at, o.id""",
-        user_id,
-    )
-    projects = await pool.fetch(
-        "SELECT id, name, slug FROM projects WHERE org_id = $1 ORDER BY created_at, id",
-        principal.org_id,
-    )
+    user = await users.get_user(pool, user_id)
+    memberships = await members.orgs_of_user(pool, user_id)
     active = next(m for m in memberships if m["id"] == principal.org_id)
     return MePublic(
-        user=UserPublic(id=user["id"], email=user["email"], name=user["display_name"]),
+        user=user,
         org=OrgRef(id=active["id"], name=active["name"], slug=active["slug"]),
         role=principal.role,
         memberships=[
@@ -317,7 +233,7 @@ async def me(principal: CurrentPrincipal, pool: DbPool) -> MePublic:
             )
             for m in memberships
         ],
-        projects=[ProjectRef(**dict(p)) for p in projects],
+        projects=await projects.project_refs(pool, principal.org_id),
     )
 
 
@@ -330,17 +246,15 @@ async def switch_org(
 ) -> TokenPair:
     """New tokens for another organisation the user belongs to (404 if not a member)."""
     user_id = require_user(principal)
-    role = await pool.fetchval(
-        "SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2", body.org_id, user_id
-    )
-    if role is None:
+    membership = await members.membership(pool, body.org_id, user_id)
+    if membership is None:
         raise OrgNotFoundError("organisation not found")
     return await _issue_tokens(
         pool,
         settings,
         user_id=user_id,
         org_id=body.org_id,
-        role=MemberRole(role),
+        role=membership[1],
         user_agent=request.headers.get("user-agent"),
     )
 

@@ -11,10 +11,8 @@ from fastapi import Query, Response
 
 from codity import core
 from codity.api.deps import DbPool, ProjectScope
-from codity.api.read_models.dead_letters import ids_in_project, list_dead_letters, summarise
-from codity.api.read_models.pagination import decode_cursor, encode_cursor
-from codity.api.resource_errors import InvalidCursorError
-from codity.api.resources._params import Cursor, DeadLetterId, Limit, QueueFilter
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
+from codity.api.resources._params import DeadLetterId, QueueFilter
 from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
@@ -25,6 +23,7 @@ from codity.api.schemas.dead_letters import (
     DiscardResult,
     ReplayResult,
 )
+from codity.api.stores import dead_letters as store
 from codity.domain.states import MemberRole
 
 TAG = "dead-letters"
@@ -40,40 +39,30 @@ async def list_project_dead_letters(
     limit: Limit = DEFAULT_PAGE_SIZE,
     cursor: Cursor = None,
 ) -> DeadLettersPage:
-    after = None
-    if cursor:
-        failed_at, did = decode_cursor(cursor, 2)
-        try:
-            after = (datetime.fromisoformat(str(failed_at)), uuid.UUID(str(did)))
-        except ValueError:
-            raise InvalidCursorError(
-                "cursor is not valid: pass next_cursor back unchanged"
-            ) from None
+    after = decode_cursor(cursor, datetime, uuid.UUID)
     queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
-    items = await list_dead_letters(
+    items = await store.list_dead_letters(
         pool,
         ctx.project_id,
         queue_id=queue_id,
         include_replayed=include_replayed,
         limit=limit,
-        after=after,
+        after=(after[0], after[1]) if after else None,
     )
-    total, reasons = await summarise(
+    total, reasons = await store.summarise(
         pool, ctx.project_id, queue_id=queue_id, include_replayed=include_replayed
     )
-    last = items[-1] if len(items) == limit else None
     return DeadLettersPage(
         items=items,
-        next_cursor=encode_cursor(last.failed_at.isoformat(), str(last.id)) if last else None,
+        next_cursor=next_cursor(items, limit, lambda d: (d.failed_at, d.id)),
         total=total,
         reasons=reasons,
     )
 
 
 async def replay_one(ctx: ProjectScope, pool: DbPool, dead_letter_id: DeadLetterId) -> ReplayResult:
-    ids = await ids_in_project(pool, ctx.project_id, [dead_letter_id])
     async with atomic(pool) as conn:
-        job_ids = await core.replay_dead_letters(conn, ids)
+        job_ids = await core.replay_dead_letters(conn, ctx.project_id, [dead_letter_id])
         await audit(conn, ctx, "dead_letter.replay", "dead_letter", dead_letter_id, job_ids=job_ids)
     return ReplayResult(replayed=len(job_ids), job_ids=job_ids)
 
@@ -84,27 +73,24 @@ async def replay_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterReplay) -
     async with atomic(pool) as conn:
         if body.queue is not None:
             queue = await core.resolve_queue(conn, ctx.project_id, body.queue)
-            job_ids = await core.replay_queue_dead_letters(conn, queue.id)
+            job_ids = await core.replay_queue_dead_letters(conn, ctx.project_id, queue.id)
         else:
-            ids = await ids_in_project(conn, ctx.project_id, body.ids or [])
-            job_ids = await core.replay_dead_letters(conn, ids)
+            job_ids = await core.replay_dead_letters(conn, ctx.project_id, body.ids or [])
         await audit(conn, ctx, "dead_letter.replay_many", "project", ctx.project_id,
                     queue=body.queue, count=len(job_ids))  # fmt: skip
     return ReplayResult(replayed=len(job_ids), job_ids=job_ids)
 
 
 async def discard_one(ctx: ProjectScope, pool: DbPool, dead_letter_id: DeadLetterId) -> Response:
-    ids = await ids_in_project(pool, ctx.project_id, [dead_letter_id])
     async with atomic(pool) as conn:
-        await core.discard_dead_letters(conn, ids)
+        await core.discard_dead_letters(conn, ctx.project_id, [dead_letter_id])
         await audit(conn, ctx, "dead_letter.discard", "dead_letter", dead_letter_id)
     return Response(status_code=204)
 
 
 async def discard_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterDiscard) -> DiscardResult:
-    ids = await ids_in_project(pool, ctx.project_id, body.ids)
     async with atomic(pool) as conn:
-        discarded = await core.discard_dead_letters(conn, ids)
+        discarded = await core.discard_dead_letters(conn, ctx.project_id, body.ids)
         await audit(
             conn, ctx, "dead_letter.discard_many", "project", ctx.project_id, count=discarded
         )

@@ -14,17 +14,9 @@ from pydantic import AwareDatetime
 
 from codity import core
 from codity.api.deps import DbPool, ProjectScope
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.ratelimit import check_enqueue_quota
-from codity.api.read_models.jobs import (
-    JobFilter,
-    get_job,
-    get_job_detail,
-    list_job_logs,
-    list_jobs,
-)
-from codity.api.read_models.pagination import decode_cursor, encode_cursor
-from codity.api.resource_errors import InvalidCursorError
-from codity.api.resources._params import Cursor, JobId, Limit, QueueFilter
+from codity.api.resources._params import JobId, QueueFilter
 from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import RateLimitClass, Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
@@ -39,6 +31,8 @@ from codity.api.schemas.jobs import (
     JobsBulkResult,
     JobsPage,
 )
+from codity.api.stores import jobs as store
+from codity.api.stores.jobs import JobFilter
 from codity.domain.errors import ValidationError
 from codity.domain.states import JobStatus, MemberRole
 
@@ -96,7 +90,7 @@ async def enqueue_job(
     result = await core.enqueue(pool, queue.id, _new_job(body, batch_id=body.batch_id, key=key))
     if not result.created:
         response.status_code = 200
-    return await get_job(pool, ctx.project_id, result.id)
+    return await store.get_job(pool, ctx.project_id, result.id)
 
 
 async def enqueue_bulk(
@@ -162,12 +156,7 @@ async def list_project_jobs(
     limit: Limit = DEFAULT_PAGE_SIZE,
     cursor: Cursor = None,
 ) -> JobsPage:
-    before_id = None
-    if cursor:
-        value = decode_cursor(cursor, 1)[0]
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged")
-        before_id = value
+    after = decode_cursor(cursor, int)
     queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
     filters = JobFilter(
         queue_id=queue_id,
@@ -178,13 +167,14 @@ async def list_project_jobs(
         batch_id=batch_id,
         text=q,
     )
-    items = await list_jobs(pool, ctx.project_id, filters, limit=limit, before_id=before_id)
-    next_cursor = encode_cursor(items[-1].id) if len(items) == limit else None
-    return JobsPage(items=items, next_cursor=next_cursor)
+    items = await store.list_jobs(
+        pool, ctx.project_id, filters, limit=limit, before_id=after[0] if after else None
+    )
+    return JobsPage(items=items, next_cursor=next_cursor(items, limit, lambda j: (j.id,)))
 
 
 async def read_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobDetail:
-    return await get_job_detail(pool, ctx.project_id, job_id)
+    return await store.get_job_detail(pool, ctx.project_id, job_id)
 
 
 async def read_job_logs(
@@ -194,32 +184,26 @@ async def read_job_logs(
     limit: Limit = DEFAULT_PAGE_SIZE,
     cursor: Cursor = None,
 ) -> JobLogsPage:
-    after_id = None
-    if cursor:
-        value = decode_cursor(cursor, 1)[0]
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged")
-        after_id = value
-    items = await list_job_logs(pool, ctx.project_id, job_id, limit=limit, after_id=after_id)
-    next_cursor = encode_cursor(items[-1].id) if len(items) == limit else None
-    return JobLogsPage(items=items, next_cursor=next_cursor)
+    after = decode_cursor(cursor, int)
+    items = await store.list_job_logs(
+        pool, ctx.project_id, job_id, limit=limit, after_id=after[0] if after else None
+    )
+    return JobLogsPage(items=items, next_cursor=next_cursor(items, limit, lambda line: (line.id,)))
 
 
 async def retry_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
-    await get_job(pool, ctx.project_id, job_id)  # 404 unless it is this project's
     async with atomic(pool) as conn:
-        await core.retry_job(conn, job_id)
+        await core.retry_job(conn, ctx.project_id, job_id)  # 404 unless it is this project's
         await audit(conn, ctx, "job.retry", "job", job_id)
-    return await get_job(pool, ctx.project_id, job_id)
+    return await store.get_job(pool, ctx.project_id, job_id)
 
 
 async def cancel_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
     """Cancelled now when not started; a running job gets cancel_requested_at (worker stops it)."""
-    await get_job(pool, ctx.project_id, job_id)
     async with atomic(pool) as conn:
-        await core.cancel_job(conn, job_id)
+        await core.cancel_job(conn, ctx.project_id, job_id)
         await audit(conn, ctx, "job.cancel", "job", job_id)
-    return await get_job(pool, ctx.project_id, job_id)
+    return await store.get_job(pool, ctx.project_id, job_id)
 
 
 _P = Scope.PROJECT

@@ -8,155 +8,91 @@ two owners demoting each other at once cannot leave the organisation without one
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
-import asyncpg
 from fastapi import Path, Response
 
 from codity.api.audit import record_audit
 from codity.api.deps import CurrentPrincipal, DbPool
-from codity.api.resources._tenancy_common import (
-    DEFAULT_LIMIT,
-    PageCursor,
-    PageLimit,
-    decode_cursor,
-    encode_cursor,
-)
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.tenancy import (
-    InvitationPublic,
     MemberAdded,
     MemberCreate,
     MemberPublic,
     MembersPage,
     MemberUpdate,
 )
-from codity.domain.errors import ConflictError, NotFoundError
+from codity.api.stores import members as store
+from codity.api.stores import users
+from codity.core import Conn
+from codity.domain.errors import LastOwnerError
 from codity.domain.states import MemberRole
 
 UserId = Annotated[uuid.UUID, Path(description="the member's user id")]
 
 
-class MemberNotFoundError(NotFoundError):
-    code = "member_not_found"
-
-
-class AlreadyMemberError(ConflictError):
-    code = "already_member"
-
-
-class LastOwnerError(ConflictError):
-    code = "last_owner"
-
-
-_MEMBER_SQL = """
-SELECT u.id AS user_id, u.email, u.display_name AS name, m.role, m.created_at AS joined_at
-  FROM memberships m JOIN users u ON u.id = m.user_id
- WHERE m.org_id = $1 AND m.user_id = $2
-"""
-
-
 async def list_members(
     principal: CurrentPrincipal,
     pool: DbPool,
-    limit: PageLimit = DEFAULT_LIMIT,
-    cursor: PageCursor = None,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
 ) -> MembersPage:
-    rows = await pool.fetch(
-        """SELECT u.id AS user_id, u.email, u.display_name AS name, m.role,
-                  m.created_at AS joined_at
-             FROM memberships m JOIN users u ON u.id = m.user_id
-            WHERE m.org_id = $1 AND ($2::text IS NULL OR u.email > $2)
-            ORDER BY u.email LIMIT $3""",
-        principal.org_id,
-        decode_cursor(cursor),
-        limit,
+    after = decode_cursor(cursor, str)
+    items = await store.list_members(
+        pool, principal.org_id, limit=limit, after_email=after[0] if after else None
     )
-    items = [MemberPublic(**dict(r)) for r in rows]
-    return MembersPage(
-        items=items, next_cursor=encode_cursor(items[-1].email) if len(items) == limit else None
-    )
+    return MembersPage(items=items, next_cursor=next_cursor(items, limit, lambda m: (m.email,)))
 
 
 async def add_member(body: MemberCreate, principal: CurrentPrincipal, pool: DbPool) -> MemberAdded:
     email = str(body.email).lower()
     async with pool.acquire() as conn, conn.transaction():
-        user_id = await conn.fetchval("SELECT id FROM users WHERE email = $1", email)
-        if user_id is None:
-            row = await conn.fetchrow(
-                """INSERT INTO invitations (org_id, email, role, invited_by) VALUES ($1, $2, $3, $4)
-                   ON CONFLICT (org_id, email) DO UPDATE
-                      SET role = EXCLUDED.role, invited_by = EXCLUDED.invited_by
-                   RETURNING id, email, role, created_at""",
-                principal.org_id,
-                email,
-                body.role.value,
-                principal.user_id,
+        user = await users.credentials(conn, email)
+        if user is None:
+            invitation = await store.invite(
+                conn, principal.org_id, email=email, role=body.role, invited_by=principal.user_id
             )
             await record_audit(
                 conn,
                 principal,
                 "member.invite",
                 target_type="invitation",
-                target_id=row["id"],
+                target_id=invitation.id,
                 details={"role": body.role.value},
             )
-            return MemberAdded(status="invited", invitation=InvitationPublic(**dict(row)))
-        try:
-            await conn.execute(
-                "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)",
-                principal.org_id,
-                user_id,
-                body.role.value,
-            )
-        except asyncpg.UniqueViolationError:
-            raise AlreadyMemberError("this person is already a member") from None
+            return MemberAdded(status="invited", invitation=invitation)
+        await store.add_member(conn, principal.org_id, user["id"], body.role)
         await record_audit(
             conn,
             principal,
             "member.add",
             target_type="user",
-            target_id=user_id,
+            target_id=user["id"],
             details={"role": body.role.value},
         )
-        member = await conn.fetchrow(_MEMBER_SQL, principal.org_id, user_id)
-    return MemberAdded(status="added", member=MemberPublic(**dict(member)))
+        member = await store.get_member(conn, principal.org_id, user["id"])
+    return MemberAdded(status="added", member=member)
 
 
-async def _lock_and_check_owners(
-    conn: asyncpg.Connection[Any],
-    org_id: uuid.UUID,
-    user_id: uuid.UUID,
-    new_role: MemberRole | None,
+async def lock_and_check_owners(
+    conn: Conn, org_id: uuid.UUID, user_id: uuid.UUID, new_role: MemberRole | None
 ) -> MemberRole:
     """The member's current role, after refusing a change that would leave no owner."""
-    owners = await conn.fetch(
-        "SELECT user_id FROM memberships WHERE org_id = $1 AND role = 'owner' FOR UPDATE", org_id
-    )
-    current = await conn.fetchval(
-        "SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2 FOR UPDATE",
-        org_id,
-        user_id,
-    )
-    if current is None:
-        raise MemberNotFoundError("member not found")
-    losing_owner = current == MemberRole.OWNER.value and new_role is not MemberRole.OWNER
-    if losing_owner and len(owners) <= 1:
+    current, owners = await store.lock_for_change(conn, org_id, user_id)
+    losing_owner = current is MemberRole.OWNER and new_role is not MemberRole.OWNER
+    if losing_owner and owners <= 1:
         raise LastOwnerError("the organisation's last owner cannot be demoted or removed")
-    return MemberRole(current)
+    return current
 
 
 async def update_member(
     user_id: UserId, body: MemberUpdate, principal: CurrentPrincipal, pool: DbPool
 ) -> MemberPublic:
     async with pool.acquire() as conn, conn.transaction():
-        before = await _lock_and_check_owners(conn, principal.org_id, user_id, body.role)
-        await conn.execute(
-            "UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2",
-            principal.org_id,
-            user_id,
-            body.role.value,
-        )
+        before = await lock_and_check_owners(conn, principal.org_id, user_id, body.role)
+        await store.set_role(conn, principal.org_id, user_id, body.role)
         await record_audit(
             conn,
             principal,
@@ -165,16 +101,13 @@ async def update_member(
             target_id=user_id,
             details={"from": before.value, "to": body.role.value},
         )
-        row = await conn.fetchrow(_MEMBER_SQL, principal.org_id, user_id)
-    return MemberPublic(**dict(row))
+        return await store.get_member(conn, principal.org_id, user_id)
 
 
 async def remove_member(user_id: UserId, principal: CurrentPrincipal, pool: DbPool) -> Response:
     async with pool.acquire() as conn, conn.transaction():
-        before = await _lock_and_check_owners(conn, principal.org_id, user_id, None)
-        await conn.execute(
-            "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2", principal.org_id, user_id
-        )
+        before = await lock_and_check_owners(conn, principal.org_id, user_id, None)
+        await store.remove(conn, principal.org_id, user_id)
         await record_audit(
             conn,
             principal,

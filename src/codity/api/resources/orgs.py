@@ -6,27 +6,21 @@ from codity.api.audit import record_audit
 from codity.api.deps import CurrentPrincipal, DbPool
 from codity.api.routing import Route, Scope
 from codity.api.schemas.tenancy import OrgPublic, OrgUpdate
+from codity.api.stores import orgs as store
 from codity.domain.states import MemberRole
-
-_SELECT = "SELECT id, name, slug, created_at FROM organizations WHERE id = $1"
 
 
 async def read_org(principal: CurrentPrincipal, pool: DbPool) -> OrgPublic:
-    row = await pool.fetchrow(_SELECT, principal.org_id)
-    return OrgPublic(**dict(row))
+    return await store.get_org(pool, principal.org_id)
 
 
 async def update_org(body: OrgUpdate, principal: CurrentPrincipal, pool: DbPool) -> OrgPublic:
     async with pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(
-            "UPDATE organizations SET name = $2 WHERE id = $1 RETURNING id, name, slug, created_at",
-            principal.org_id,
-            body.name,
-        )
+        org = await store.rename_org(conn, principal.org_id, body.name)
         await record_audit(
             conn, principal, "org.update", target_type="org", target_id=principal.org_id
         )
-    return OrgPublic(**dict(row))
+    return org
 
 
 _TAGS = ("organization",)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from codity.api.deps import AppSettings, DbPool, ProjectScope
-from codity.api.read_models.overview import project_overview
 from codity.api.routing import Route, Scope
 from codity.api.schemas.overview import Overview
+from codity.api.stores.overview import project_overview
 from codity.domain.states import MemberRole
 
 

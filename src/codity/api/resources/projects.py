@@ -8,29 +8,16 @@ from __future__ import annotations
 import re
 import secrets
 
-import asyncpg
 from fastapi import Response
 
 from codity.api.audit import record_audit
 from codity.api.deps import CurrentPrincipal, DbPool, ProjectScope
-from codity.api.resources._tenancy_common import (
-    DEFAULT_LIMIT,
-    PageCursor,
-    PageLimit,
-    decode_cursor,
-    encode_cursor,
-)
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.tenancy import ProjectCreate, ProjectPublic, ProjectsPage, ProjectUpdate
-from codity.api.security import ProjectNotFoundError
-from codity.domain.errors import ConflictError
+from codity.api.stores import projects as store
 from codity.domain.states import MemberRole
-
-_COLUMNS = "id, name, slug, created_at"
-
-
-class SlugTakenError(ConflictError):
-    code = "slug_taken"
 
 
 def _slug(name: str) -> str:
@@ -41,63 +28,41 @@ def _slug(name: str) -> str:
 async def list_projects(
     principal: CurrentPrincipal,
     pool: DbPool,
-    limit: PageLimit = DEFAULT_LIMIT,
-    cursor: PageCursor = None,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
 ) -> ProjectsPage:
-    rows = await pool.fetch(
-        f"""SELECT {_COLUMNS} FROM projects
-             WHERE org_id = $1 AND ($2::text IS NULL OR slug > $2)
-             ORDER BY slug LIMIT $3""",
-        principal.org_id,
-        decode_cursor(cursor),
-        limit,
+    after = decode_cursor(cursor, str)
+    items = await store.list_projects(
+        pool, principal.org_id, limit=limit, after_slug=after[0] if after else None
     )
-    items = [ProjectPublic(**dict(r)) for r in rows]
-    return ProjectsPage(
-        items=items, next_cursor=encode_cursor(items[-1].slug) if len(items) == limit else None
-    )
+    return ProjectsPage(items=items, next_cursor=next_cursor(items, limit, lambda p: (p.slug,)))
 
 
 async def create_project(
     body: ProjectCreate, principal: CurrentPrincipal, pool: DbPool
 ) -> ProjectPublic:
     async with pool.acquire() as conn, conn.transaction():
-        try:
-            row = await conn.fetchrow(
-                f"INSERT INTO projects (org_id, name, slug) VALUES ($1, $2, $3) RETURNING {_COLUMNS}",
-                principal.org_id,
-                body.name,
-                body.slug or _slug(body.name),
-            )
-        except asyncpg.UniqueViolationError:
-            raise SlugTakenError("a project with this slug already exists") from None
+        project = await store.create_project(
+            conn, principal.org_id, name=body.name, slug=body.slug or _slug(body.name)
+        )
         await record_audit(
             conn,
             principal,
             "project.create",
-            project_id=row["id"],
+            project_id=project.id,
             target_type="project",
-            target_id=row["id"],
+            target_id=project.id,
         )
-    return ProjectPublic(**dict(row))
+    return project
 
 
 async def read_project(ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
-    row = await pool.fetchrow(f"SELECT {_COLUMNS} FROM projects WHERE id = $1", ctx.project_id)
-    if row is None:  # deleted between the guard's check and this read
-        raise ProjectNotFoundError("project not found")
-    return ProjectPublic(**dict(row))
+    return await store.get_project(pool, ctx.project_id)
 
 
 async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
     async with pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(
-            f"UPDATE projects SET name = $2 WHERE id = $1 RETURNING {_COLUMNS}",
-            ctx.project_id,
-            body.name,
-        )
-        if row is None:
-            raise ProjectNotFoundError("project not found")
+        project = await store.rename_project(conn, ctx.project_id, body.name)
         await record_audit(
             conn,
             ctx.principal,
@@ -106,13 +71,13 @@ async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -
             target_type="project",
             target_id=ctx.project_id,
         )
-    return ProjectPublic(**dict(row))
+    return project
 
 
 async def delete_project(ctx: ProjectScope, pool: DbPool) -> Response:
     """Deletes the project and, by cascade, its queues, jobs, schedules and API keys."""
     async with pool.acquire() as conn, conn.transaction():
-        await conn.execute("DELETE FROM projects WHERE id = $1", ctx.project_id)
+        await store.delete_project(conn, ctx.project_id)
         await record_audit(
             conn, ctx.principal, "project.delete", target_type="project", target_id=ctx.project_id
         )

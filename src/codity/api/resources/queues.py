@@ -6,9 +6,8 @@ from fastapi import Response
 
 from codity import core
 from codity.api.deps import DbPool, ProjectScope
-from codity.api.read_models.pagination import decode_cursor, encode_cursor
-from codity.api.read_models.queues import get_queue, list_queues, queue_stats
-from codity.api.resources._params import Cursor, Limit, QueueId
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
+from codity.api.resources._params import QueueId
 from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
@@ -19,7 +18,7 @@ from codity.api.schemas.queues import (
     QueueStats,
     QueueUpdate,
 )
-from codity.api.writes import queues as writes
+from codity.api.stores import queues as store
 from codity.domain.states import MemberRole
 
 TAG = "queues"
@@ -30,21 +29,22 @@ ONE = BASE + "/{queue_id}"
 async def list_project_queues(
     ctx: ProjectScope, pool: DbPool, limit: Limit = DEFAULT_PAGE_SIZE, cursor: Cursor = None
 ) -> QueuesPage:
-    after = str(decode_cursor(cursor, 1)[0]) if cursor else None
-    items = await list_queues(pool, ctx.project_id, limit=limit, after_name=after)
-    next_cursor = encode_cursor(items[-1].name) if len(items) == limit else None
-    return QueuesPage(items=items, next_cursor=next_cursor)
+    after = decode_cursor(cursor, str)
+    items = await store.list_queues(
+        pool, ctx.project_id, limit=limit, after_name=after[0] if after else None
+    )
+    return QueuesPage(items=items, next_cursor=next_cursor(items, limit, lambda q: (q.name,)))
 
 
 async def create_queue(ctx: ProjectScope, pool: DbPool, body: QueueCreate) -> QueuePublic:
     async with atomic(pool) as conn:
-        queue_id = await writes.create_queue(conn, ctx.project_id, body)
+        queue_id = await store.create_queue(conn, ctx.project_id, body)
         await audit(conn, ctx, "queue.create", "queue", queue_id, name=body.name)
-    return await get_queue(pool, ctx.project_id, queue_id)
+    return await store.get_queue(pool, ctx.project_id, queue_id)
 
 
 async def read_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
-    return await get_queue(pool, ctx.project_id, queue_id)
+    return await store.get_queue(pool, ctx.project_id, queue_id)
 
 
 async def update_queue(
@@ -52,36 +52,34 @@ async def update_queue(
 ) -> QueuePublic:
     changes = body.model_dump(exclude_unset=True)
     async with atomic(pool) as conn:
-        await writes.update_queue(conn, ctx.project_id, queue_id, changes)
+        await store.update_queue(conn, ctx.project_id, queue_id, changes)
         await audit(conn, ctx, "queue.update", "queue", queue_id, fields=sorted(changes))
-    return await get_queue(pool, ctx.project_id, queue_id)
+    return await store.get_queue(pool, ctx.project_id, queue_id)
 
 
 async def delete_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> Response:
     async with atomic(pool) as conn:
-        await writes.delete_queue(conn, ctx.project_id, queue_id)
+        await store.delete_queue(conn, ctx.project_id, queue_id)
         await audit(conn, ctx, "queue.delete", "queue", queue_id)
     return Response(status_code=204)
 
 
 async def pause_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
-    await get_queue(pool, ctx.project_id, queue_id)  # 404 unless it is this project's
     async with atomic(pool) as conn:
-        await core.pause_queue(conn, queue_id)
+        await core.pause_queue(conn, ctx.project_id, queue_id)  # 404 unless it is this project's
         await audit(conn, ctx, "queue.pause", "queue", queue_id)
-    return await get_queue(pool, ctx.project_id, queue_id)
+    return await store.get_queue(pool, ctx.project_id, queue_id)
 
 
 async def resume_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
-    await get_queue(pool, ctx.project_id, queue_id)
     async with atomic(pool) as conn:
-        await core.resume_queue(conn, queue_id)
+        await core.resume_queue(conn, ctx.project_id, queue_id)
         await audit(conn, ctx, "queue.resume", "queue", queue_id)
-    return await get_queue(pool, ctx.project_id, queue_id)
+    return await store.get_queue(pool, ctx.project_id, queue_id)
 
 
 async def read_queue_stats(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueueStats:
-    return await queue_stats(pool, ctx.project_id, queue_id)
+    return await store.queue_stats(pool, ctx.project_id, queue_id)
 
 
 _P = Scope.PROJECT

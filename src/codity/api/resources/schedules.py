@@ -10,11 +10,9 @@ from fastapi import Header, Query, Response
 
 from codity import core
 from codity.api.deps import DbPool, ProjectScope
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.ratelimit import check_enqueue_quota
-from codity.api.read_models.pagination import decode_cursor, encode_cursor
-from codity.api.read_models.schedules import get_schedule, list_schedules
-from codity.api.resource_errors import InvalidCursorError
-from codity.api.resources._params import Cursor, Limit, ScheduleId
+from codity.api.resources._params import ScheduleId
 from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import RateLimitClass, Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
@@ -28,7 +26,7 @@ from codity.api.schemas.schedules import (
     ScheduleUpdate,
     ScheduleValidate,
 )
-from codity.api.writes import schedules as writes
+from codity.api.stores import schedules as store
 from codity.domain.cron import parse_cron
 from codity.domain.states import MemberRole
 
@@ -40,27 +38,22 @@ ONE = BASE + "/{schedule_id}"
 async def list_project_schedules(
     ctx: ProjectScope, pool: DbPool, limit: Limit = DEFAULT_PAGE_SIZE, cursor: Cursor = None
 ) -> SchedulesPage:
-    after = None
-    if cursor:
-        created_at, sid = decode_cursor(cursor, 2)
-        try:
-            after = (datetime.fromisoformat(str(created_at)), uuid.UUID(str(sid)))
-        except ValueError:
-            raise InvalidCursorError(
-                "cursor is not valid: pass next_cursor back unchanged"
-            ) from None
-    items = await list_schedules(pool, ctx.project_id, limit=limit, after=after)
-    last = items[-1] if len(items) == limit else None
-    next_cursor = encode_cursor(last.created_at.isoformat(), str(last.id)) if last else None
-    return SchedulesPage(items=items, next_cursor=next_cursor)
+    after = decode_cursor(cursor, datetime, uuid.UUID)
+    items = await store.list_schedules(
+        pool, ctx.project_id, limit=limit, after=(after[0], after[1]) if after else None
+    )
+    return SchedulesPage(
+        items=items, next_cursor=next_cursor(items, limit, lambda s: (s.created_at, s.id))
+    )
 
 
 async def create_schedule(ctx: ProjectScope, pool: DbPool, body: ScheduleCreate) -> SchedulePublic:
     spec = parse_cron(body.cron_expression, body.timezone)  # 422 invalid_cron before any write
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
     async with atomic(pool) as conn:
-        schedule_id = await writes.create_schedule(
+        schedule_id = await store.create_schedule(
             conn,
+            ctx.project_id,
             queue_id=queue.id,
             name=body.name,
             cron_expression=spec.expression,
@@ -72,20 +65,20 @@ async def create_schedule(ctx: ProjectScope, pool: DbPool, body: ScheduleCreate)
             created_by=ctx.principal.user_id,
         )
         await audit(conn, ctx, "schedule.create", "schedule", schedule_id, name=body.name)
-    return await get_schedule(pool, ctx.project_id, schedule_id)
+    return await store.get_schedule(pool, ctx.project_id, schedule_id)
 
 
 async def read_schedule(ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId) -> SchedulePublic:
-    return await get_schedule(pool, ctx.project_id, schedule_id)
+    return await store.get_schedule(pool, ctx.project_id, schedule_id)
 
 
 async def _apply(
     ctx: ProjectScope, pool: DbPool, schedule_id: uuid.UUID, changes: dict[str, object]
 ) -> SchedulePublic:
     async with atomic(pool) as conn:
-        await writes.update_schedule(conn, ctx.project_id, schedule_id, changes)
+        await store.update_schedule(conn, ctx.project_id, schedule_id, changes)
         await audit(conn, ctx, "schedule.update", "schedule", schedule_id, fields=sorted(changes))
-    return await get_schedule(pool, ctx.project_id, schedule_id)
+    return await store.get_schedule(pool, ctx.project_id, schedule_id)
 
 
 async def update_schedule(
@@ -93,7 +86,7 @@ async def update_schedule(
 ) -> SchedulePublic:
     changes = body.model_dump(exclude_unset=True)
     if "cron_expression" in changes or "timezone" in changes:
-        current = await get_schedule(pool, ctx.project_id, schedule_id)
+        current = await store.get_schedule(pool, ctx.project_id, schedule_id)
         spec = parse_cron(
             str(changes.get("cron_expression", current.cron_expression)),
             str(changes.get("timezone", current.timezone)),
@@ -104,7 +97,7 @@ async def update_schedule(
 
 async def delete_schedule(ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId) -> Response:
     async with atomic(pool) as conn:
-        await writes.delete_schedule(conn, ctx.project_id, schedule_id)
+        await store.delete_schedule(conn, ctx.project_id, schedule_id)
         await audit(conn, ctx, "schedule.delete", "schedule", schedule_id)
     return Response(status_code=204)
 
@@ -137,7 +130,7 @@ async def trigger_schedule(
     The job's idempotency key is `manual:<schedule>:<Idempotency-Key header>`, so a client that
     retries a trigger gets the same job back (200); without the header each call is a new run.
     """
-    schedule = await get_schedule(pool, ctx.project_id, schedule_id)
+    schedule = await store.get_schedule(pool, ctx.project_id, schedule_id)
     key = f"manual:{schedule.id}:{idempotency_key or uuid.uuid4()}"
     await check_enqueue_quota(pool, ctx.project_id, 1)
     job = core.NewJob(
@@ -149,7 +142,7 @@ async def trigger_schedule(
     async with atomic(pool) as conn:
         result = await core.enqueue(conn, schedule.queue_id, job)
         if result.created:
-            await writes.record_manual_run(conn, schedule.id, result.id)
+            await store.record_manual_run(conn, ctx.project_id, schedule.id, result.id)
             await audit(conn, ctx, "schedule.trigger", "schedule", schedule.id, job_id=result.id)
     response.status_code = 201 if result.created else 200
     return ScheduleTriggered(schedule_id=schedule.id, job_id=result.id, created=result.created)
@@ -161,7 +154,7 @@ async def next_fire_times(
     schedule_id: ScheduleId,
     n: Annotated[int, Query(ge=1, le=MAX_FIRE_TIMES)] = 5,
 ) -> CronPreview:
-    schedule = await get_schedule(pool, ctx.project_id, schedule_id)
+    schedule = await store.get_schedule(pool, ctx.project_id, schedule_id)
     return _preview(schedule.cron_expression, schedule.timezone, n)
 
 

@@ -9,27 +9,15 @@ from typing import Annotated
 from fastapi import Query
 
 from codity.api.deps import CurrentPrincipal, DbPool, ProjectScope
-from codity.api.read_models.pagination import decode_cursor, encode_cursor
-from codity.api.read_models.workers import list_workers
-from codity.api.resource_errors import InvalidCursorError
-from codity.api.resources._params import Cursor, Limit
+from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.workers import WorkersPage
+from codity.api.stores.workers import list_workers
 from codity.domain.states import MemberRole, WorkerStatus
 
 TAG = "workers"
 StatusFilter = Annotated[WorkerStatus | None, Query(description="only workers in this status")]
-
-
-def _after(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
-    if not cursor:
-        return None
-    started_at, wid = decode_cursor(cursor, 2)
-    try:
-        return datetime.fromisoformat(str(started_at)), uuid.UUID(str(wid))
-    except ValueError:
-        raise InvalidCursorError("cursor is not valid: pass next_cursor back unchanged") from None
 
 
 async def _page(
@@ -40,13 +28,17 @@ async def _page(
     limit: int,
     cursor: str | None,
 ) -> WorkersPage:
+    after = decode_cursor(cursor, datetime, uuid.UUID)
     items = await list_workers(
-        pool, org_id, project_id=project_id, status=status, limit=limit, after=_after(cursor)
+        pool,
+        org_id,
+        project_id=project_id,
+        status=status,
+        limit=limit,
+        after=(after[0], after[1]) if after else None,
     )
-    last = items[-1] if len(items) == limit else None
     return WorkersPage(
-        items=items,
-        next_cursor=encode_cursor(last.started_at.isoformat(), str(last.id)) if last else None,
+        items=items, next_cursor=next_cursor(items, limit, lambda w: (w.started_at, w.id))
     )
 
 

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from codity.api.schemas.common import PublicModel, RequestModel, text_field
 from codity.api.schemas.email import Email
 from codity.domain.states import MemberRole
-
-
-class RequestModel(BaseModel):
-    """Request bodies refuse unknown fields instead of silently dropping them."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class PublicModel(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-
-def text_field(*, min_length: int, max_length: int) -> Any:
-    """Bounded text with no NUL character (PostgreSQL text cannot store one)."""
-    return Field(min_length=min_length, max_length=max_length, pattern=r"^[^\x00]*$")
-
 
 #: Passwords: at least 12 characters (length beats composition rules), at most 256 (argon2
 #: hashes any length, but an unbounded input is a denial-of-service lever).

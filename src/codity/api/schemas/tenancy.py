@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from codity.api.schemas.auth import PublicModel, RequestModel, text_field
+from codity.api.schemas.common import PublicModel, RequestModel, text_field
 from codity.api.schemas.email import Email
 from codity.domain.states import MemberRole
 

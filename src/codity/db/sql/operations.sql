@@ -1,7 +1,12 @@
 -- name: lock_job
 -- Operator actions move one job at a time: lock it, check the move in Python
--- (assert_transition), then write. Parameters: $1 job id bigint.
-SELECT id, queue_id, status::text AS status FROM jobs WHERE id = $1::bigint FOR UPDATE;
+-- (assert_transition), then write. Only a job of the project is found (and locked): the
+-- writes that follow name the row this statement returned.
+-- Parameters: $1 job id bigint, $2 project id uuid.
+SELECT j.id, j.queue_id, j.status::text AS status
+FROM jobs j JOIN queues q ON q.id = j.queue_id
+WHERE j.id = $1::bigint AND q.project_id = $2::uuid
+FOR UPDATE OF j;
 
 -- name: cancel_now
 -- A job not yet leased is cancelled at once. Parameters: $1 job id.
@@ -30,18 +35,21 @@ UPDATE dead_letter_jobs SET replayed_at = now(), replay_count = replay_count + 1
 WHERE job_id = ANY($1::bigint[]) AND replayed_at IS NULL;
 
 -- name: lock_dead_letters
--- Parameters: $1 dead letter ids uuid[].
+-- The project's dead letters among the ids, locked; ids of another project are not found.
+-- Parameters: $1 dead letter ids uuid[], $2 project id uuid.
 SELECT d.id, d.job_id, d.queue_id, d.handler, d.payload, j.status::text AS job_status
 FROM dead_letter_jobs d
+JOIN queues q ON q.id = d.queue_id
 LEFT JOIN jobs j ON j.id = d.job_id
-WHERE d.id = ANY($1::uuid[])
+WHERE d.id = ANY($1::uuid[]) AND q.project_id = $2::uuid
 ORDER BY d.failed_at, d.id
 FOR UPDATE OF d;
 
 -- name: pending_dead_letters_of_queue
--- Parameters: $1 queue id.
-SELECT id FROM dead_letter_jobs WHERE queue_id = $1::uuid AND replayed_at IS NULL
-ORDER BY failed_at, id;
+-- Parameters: $1 queue id, $2 project id uuid.
+SELECT d.id FROM dead_letter_jobs d JOIN queues q ON q.id = d.queue_id
+WHERE d.queue_id = $1::uuid AND q.project_id = $2::uuid AND d.replayed_at IS NULL
+ORDER BY d.failed_at, d.id;
 
 -- name: mark_dead_letter_rows_replayed
 -- Parameters: $1 dead letter ids uuid[], $2 new job ids bigint[] (NULL keeps job_id).
@@ -52,9 +60,15 @@ FROM unnest($1::uuid[], $2::bigint[]) AS f(id, new_job_id)
 WHERE d.id = f.id;
 
 -- name: discard_dead_letters
--- Parameters: $1 dead letter ids uuid[].
-DELETE FROM dead_letter_jobs WHERE id = ANY($1::uuid[]);
+-- The project's dead letters among the ids; returns the ids deleted (the caller refuses the
+-- whole discard, rolling back, when one of them was not the project's).
+-- Parameters: $1 dead letter ids uuid[], $2 project id uuid.
+DELETE FROM dead_letter_jobs d USING queues q
+WHERE q.id = d.queue_id AND d.id = ANY($1::uuid[]) AND q.project_id = $2::uuid
+RETURNING d.id;
 
 -- name: set_queue_paused
--- Parameters: $1 queue id, $2 paused boolean.
-UPDATE queues SET is_paused = $2::boolean, updated_at = now() WHERE id = $1::uuid RETURNING id;
+-- Parameters: $1 queue id, $2 paused boolean, $3 project id uuid.
+UPDATE queues SET is_paused = $2::boolean, updated_at = now()
+WHERE id = $1::uuid AND project_id = $3::uuid
+RETURNING id;

@@ -1,4 +1,4 @@
-"""Turn constraint violations into the typed errors the envelope reports (never a 500)."""
+"""Constraint violations a store expects, as the typed errors the envelope reports."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
-from codity.api.resource_errors import NameTakenError
-from codity.domain.errors import ValidationError
+from codity.domain.errors import NameTakenError, ValidationError
 
 
 @asynccontextmanager

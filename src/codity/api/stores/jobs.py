@@ -1,0 +1,122 @@
+"""Jobs of a project: filtered keyset lists, the detail view (executions, logs, payload), log
+pages. SQL: `db/sql/api_jobs.sql`. Enqueue, cancel and retry are `codity.core` operations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from codity.api.schemas.jobs import ExecutionPublic, JobDetail, JobLogPublic, JobPublic
+from codity.core import Conn
+from codity.db.queries import Fragments, bind
+from codity.domain.errors import JobNotFoundError
+from codity.domain.states import JobStatus
+
+#: Log lines the detail view carries; the rest is one `GET .../logs` away.
+DETAIL_LOG_LINES = 100
+#: A job id is a bigint: longer digit strings cannot be one.
+_MAX_ID_DIGITS = 18
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    queue_id: UUID | None = None
+    statuses: Sequence[JobStatus] = ()
+    handler: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    batch_id: UUID | None = None
+    text: str | None = None
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _where(f: JobFilter) -> Fragments:
+    """Only the conditions asked for are in the statement, each one a plain index condition."""
+    where = Fragments()
+    if f.queue_id is not None:
+        where.add("api_jobs_when_queue", queue_id=f.queue_id)
+    if f.statuses:
+        where.add("api_jobs_when_status", statuses=[s.value for s in f.statuses])
+    if f.handler is not None:
+        where.add("api_jobs_when_handler", handler=f.handler)
+    if f.created_after is not None:
+        where.add("api_jobs_when_created_after", created_after=f.created_after)
+    if f.created_before is not None:
+        where.add("api_jobs_when_created_before", created_before=f.created_before)
+    if f.batch_id is not None:
+        where.add("api_jobs_when_batch", batch_id=f.batch_id)
+    if f.text:
+        as_id = int(f.text) if f.text.isdigit() and len(f.text) <= _MAX_ID_DIGITS else None
+        where.add("api_jobs_when_text", text_id=as_id, text_like=f"%{_like_escape(f.text)}%")
+    return where
+
+
+async def list_jobs(
+    conn: Conn, project_id: UUID, f: JobFilter, *, limit: int, before_id: int | None
+) -> list[JobPublic]:
+    """Newest first; the keyset is the id (`before_id` = the last id of the previous page)."""
+    where = _where(f)
+    if before_id is not None:
+        where.add("api_jobs_after", before_id=before_id)
+    q = where.bind("api_jobs_list", project_id=project_id, limit=limit)
+    return [JobPublic.model_validate(dict(r)) for r in await q.fetch(conn)]
+
+
+async def get_job(conn: Conn, project_id: UUID, job_id: int) -> JobPublic:
+    q = bind("api_jobs_list", "api_jobs_when_id", project_id=project_id, job_id=job_id, limit=1)
+    row = await q.fetchrow(conn)
+    if row is None:
+        raise JobNotFoundError(f"no job {job_id} in this project")
+    return JobPublic.model_validate(dict(row))
+
+
+async def get_job_detail(conn: Conn, project_id: UUID, job_id: int) -> JobDetail:
+    q = bind("api_jobs_detail", project_id=project_id, job_id=job_id)
+    row = await q.fetchrow(conn)
+    if row is None:
+        raise JobNotFoundError(f"no job {job_id} in this project")
+    e = bind("api_jobs_executions", project_id=project_id, job_id=job_id)
+    executions = await e.fetch(conn)
+    g = bind("api_job_logs_latest", project_id=project_id, job_id=job_id, limit=DETAIL_LOG_LINES)
+    logs = await g.fetch(conn)
+    data = dict(row)
+    payload = data["payload"]
+    data["payload_keys"] = sorted(payload) if isinstance(payload, dict) else None
+    data["depends_on"] = list(data["depends_on"])
+    data["executions"] = [_execution(x) for x in executions]
+    data["logs"] = [_log(entry) for entry in logs]
+    return JobDetail.model_validate(data)
+
+
+async def list_job_logs(
+    conn: Conn, project_id: UUID, job_id: int, *, limit: int, after_id: int | None
+) -> list[JobLogPublic]:
+    """Oldest first; the keyset is the log line id. 404 unless the job is the project's."""
+    await get_job(conn, project_id, job_id)
+    where = Fragments()
+    if after_id is not None:
+        where.add("api_job_logs_after", after_id=after_id)
+    q = where.bind("api_job_logs_list", project_id=project_id, job_id=job_id, limit=limit)
+    return [_log(r) for r in await q.fetch(conn)]
+
+
+def _execution(row: asyncpg.Record) -> ExecutionPublic:
+    data = dict(row)
+    if data["duration_ms"] is not None:
+        data["duration_ms"] = round(float(data["duration_ms"]), 3)
+    return ExecutionPublic.model_validate(data)
+
+
+def _log(row: asyncpg.Record) -> JobLogPublic:
+    data = dict(row)
+    fields = data["fields"]
+    data["fields"] = fields if isinstance(fields, dict) else {"value": json.dumps(fields)}
+    return JobLogPublic.model_validate(data)

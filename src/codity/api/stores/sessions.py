@@ -1,0 +1,53 @@
+"""Refresh tokens (sessions): opaque, stored as SHA-256, grouped in families, one family per
+sign-in. SQL: `db/sql/api_sessions.sql`."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import asyncpg
+
+from codity.core import Conn
+from codity.db.queries import bind
+
+
+async def store(
+    conn: Conn,
+    *,
+    user_id: UUID,
+    family_id: UUID,
+    token_hash: bytes,
+    ttl_s: int,
+    user_agent: str | None,
+    ip: str | None,
+) -> None:
+    await bind(
+        "api_sessions_insert",
+        user_id=user_id,
+        family_id=family_id,
+        token_hash=token_hash,
+        ttl_s=ttl_s,
+        user_agent=user_agent,
+        ip=ip,
+    ).execute(conn)
+
+
+async def lock(conn: Conn, token_hash: bytes) -> asyncpg.Record | None:
+    """The presented token's row (id, user_id, family_id, expires_at, rotated_at, revoked_at),
+    locked until the caller's transaction ends."""
+    row: asyncpg.Record | None = await bind("api_sessions_lock", token_hash=token_hash).fetchrow(
+        conn
+    )
+    return row
+
+
+async def rotate(conn: Conn, session_id: UUID) -> None:
+    await bind("api_sessions_rotate", id=session_id).execute(conn)
+
+
+async def revoke_family(conn: Conn, family_id: UUID) -> None:
+    await bind("api_sessions_revoke_family", family_id=family_id).execute(conn)
+
+
+async def revoke_family_of(conn: Conn, token_hash: bytes) -> None:
+    await bind("api_sessions_revoke_family_of_token", token_hash=token_hash).execute(conn)
