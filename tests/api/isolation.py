@@ -11,7 +11,10 @@ running it against an app mounted without the guard.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import re
+import typing
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +23,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+from pydantic import BaseModel
 from tests.factories import (
     make_api_key,
     make_dead_letter,
@@ -88,6 +92,7 @@ async def seed(conn: asyncpg.Connection[Any], project_id: uuid.UUID) -> dict[str
 
 #: A valid body per (method, path) so that, without the guard, the call would really succeed.
 BODIES: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {
+    ("PATCH", "/org/members/{user_id}"): lambda s: {"role": "viewer"},
     ("PATCH", "/projects/{project_id}"): lambda s: {"name": "renamed by outsider"},
     ("POST", "/projects/{project_id}/api-keys"): lambda s: {"name": "stolen", "role": "viewer"},
     ("POST", "/projects/{project_id}/retry-policies"): lambda s: {"name": f"x-{s['tag']}"},
@@ -200,4 +205,198 @@ async def viewer_failures(
         changed = await snapshot(conn) != before
         if r.status_code != 403 or r.json()["error"]["code"] != "forbidden" or changed:
             failures.append(Failure(route, r.status_code, changed))
+    return failures
+
+
+# --- the second layer: my project in the path, another project's resource ids -----------------
+#
+# The guard above proves a caller cannot name another tenant's PROJECT. These probes prove the
+# data layer: with the caller's own project in the path (the guard lets it through), a resource
+# id of another project — in the path or in the body — finds nothing, answers 404 (or 422 where
+# enqueue validates a reference) and changes no row. The probes are generated from the route
+# table: every path parameter and every body field that names a resource is probed.
+
+#: Path parameters that name a resource, and the code a foreign id must answer.
+PATH_REFERENCES: dict[str, str] = {
+    "queue_id": "queue_not_found",
+    "job_id": "job_not_found",
+    "schedule_id": "schedule_not_found",
+    "policy_id": "retry_policy_not_found",
+    "key_id": "api_key_not_found",
+    "dead_letter_id": "dead_letter_not_found",
+    "user_id": "member_not_found",
+}
+#: Body fields that name a resource: how to make the reference from a seed's values.
+BODY_REFERENCES: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
+    # a queue is named by name or by id: both are probed
+    "queue": lambda s: [s["queue_name"], str(s["queue_id"])],
+    "retry_policy_id": lambda s: [str(s["policy_id"])],
+    "depends_on": lambda s: [[s["job_id"]]],
+    "ids": lambda s: [[str(s["dead_letter_id"])]],
+}
+#: Body fields that look like references but are not (a client-chosen label).
+NOT_REFERENCES = frozenset({"batch_id"})
+#: Fields of one body of which exactly one may be given.
+_EXCLUSIVE = (frozenset({"ids", "queue"}),)
+
+
+@dataclass(frozen=True)
+class Probe:
+    route: Route
+    #: ("path", param) or ("body", field path, e.g. ("jobs", 0, "queue"))
+    where: tuple[Any, ...]
+    variant: int = 0  # which of BODY_REFERENCES' values
+
+    def __str__(self) -> str:
+        spot = self.where[1] if self.where[0] == "path" else ".".join(map(str, self.where[1:]))
+        return f"{self.route.method} {self.route.path} [{self.where[0]} {spot} #{self.variant}]"
+
+
+def body_model(route: Route) -> type[BaseModel] | None:
+    """The request body's model, read from the handler's signature (FastAPI does the same)."""
+    hints = typing.get_type_hints(route.handler)
+    for name in inspect.signature(route.handler).parameters:
+        kind = hints.get(name)
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return kind
+    return None
+
+
+def reference_fields(model: type[BaseModel], prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths to every field of `model` (and of list items) that names a resource."""
+    found: list[tuple[Any, ...]] = []
+    for name, field in model.model_fields.items():
+        if name in BODY_REFERENCES:
+            found.append((*prefix, name))
+            continue
+        for arg in typing.get_args(field.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                found.extend(reference_fields(arg, (*prefix, name, 0)))
+    return found
+
+
+def unclassified_fields(model: type[BaseModel]) -> list[str]:
+    """Fields that look like references (`*_id`, `*_ids`) but are in neither table above."""
+    odd = []
+    for name, field in model.model_fields.items():
+        looks = name.endswith(("_id", "_ids"))
+        if looks and name not in BODY_REFERENCES and name not in NOT_REFERENCES:
+            odd.append(name)
+        for arg in typing.get_args(field.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                odd.extend(f"{name}[].{sub}" for sub in unclassified_fields(arg))
+    return odd
+
+
+def reference_probes(routes: Sequence[Route]) -> list[Probe]:
+    probes: list[Probe] = []
+    for route in routes:
+        if route.scope not in (Scope.PROJECT, Scope.ORG) or not route.min_role:
+            continue
+        for param in _PARAM.findall(route.path):
+            if param != "project_id":
+                probes.append(Probe(route, ("path", param)))
+        model = body_model(route)
+        if model is not None:
+            for field_path in reference_fields(model):
+                values = BODY_REFERENCES[field_path[-1]]
+                count = len(values(_SHAPE))
+                probes.extend(Probe(route, ("body", *field_path), i) for i in range(count))
+    return probes
+
+
+#: A stand-in seed, only to count how many values each body reference has.
+_SHAPE: dict[str, Any] = {
+    "queue_name": "q",
+    "queue_id": uuid.UUID(int=0),
+    "policy_id": uuid.UUID(int=0),
+    "job_id": 1,
+    "dead_letter_id": uuid.UUID(int=0),
+}
+
+
+def _set(body: Any, path: tuple[Any, ...], value: Any) -> None:
+    target = body
+    for step in path[:-1]:
+        if isinstance(target, dict) and step not in target:
+            target[step] = [{}] if isinstance(path[path.index(step) + 1], int) else {}
+        target = target[step]
+    target[path[-1]] = value
+    for group in _EXCLUSIVE:  # giving one of an exclusive pair drops the other
+        if path[-1] in group and isinstance(target, dict):
+            for other in group - {path[-1]}:
+                target.pop(other, None)
+
+
+def _request(probe: Probe, mine: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, Any]:
+    """The probe's path and body: everything mine, except the one reference it probes."""
+    values = dict(mine)
+    if probe.where[0] == "path":
+        values[probe.where[1]] = theirs[probe.where[1]]
+    path = fill_path(probe.route, values)
+    body = copy.deepcopy(body_for(probe.route, mine))
+    if probe.where[0] == "body":
+        _set(body, probe.where[1:], BODY_REFERENCES[probe.where[-1]](theirs)[probe.variant])
+    return path, body
+
+
+@dataclass(frozen=True)
+class ReferenceFailure:
+    probe: Probe
+    status: int
+    code: str | None
+    changed: bool
+    control_status: int | None = None
+
+    def __str__(self) -> str:
+        change = ", changed rows" if self.changed else ""
+        control = (
+            f" (and with its own id it answered {self.control_status})"
+            if self.control_status is not None
+            else ""
+        )
+        return f"{self.probe}: answered {self.status} {self.code}{change}{control}"
+
+
+async def foreign_reference_failures(
+    client: httpx.AsyncClient,
+    conn: asyncpg.Connection[Any],
+    probes: Sequence[Probe],
+    *,
+    project_id: uuid.UUID,
+    other_project_id: uuid.UUID,
+    headers: dict[str, str],
+    own_values: dict[str, Any],
+    foreign_values: dict[str, Any],
+    controls: bool = True,
+) -> list[ReferenceFailure]:
+    """Each probe that did not refuse a foreign reference (404 with the resource's code for a
+    path id; 404 or 422 for a body reference) or that changed a row. With `controls`, each body
+    probe is also made with the caller's own resource and must succeed: the refusal is then due
+    to the reference, not to some other fault of the request."""
+    failures: list[ReferenceFailure] = []
+    # Deletes last: in the break-it run a delete that got through must not remove what a
+    # later probe needs (the other organisation's member is one fixed person).
+    for probe in sorted(probes, key=lambda p: (p.route.method == "DELETE", str(p))):
+        mine = {**await seed(conn, project_id), **own_values}
+        theirs = {**await seed(conn, other_project_id), **foreign_values}
+        path, body = _request(probe, mine, theirs)
+        before = await snapshot(conn)
+        r = await _call(client, probe.route, path, headers, body)
+        changed = await snapshot(conn) != before
+        code = r.json()["error"]["code"] if r.status_code >= 400 else None
+        if probe.where[0] == "path":
+            ok = r.status_code == 404 and code == PATH_REFERENCES[probe.where[1]]
+        else:
+            ok = r.status_code in (404, 422)
+        if not ok or changed:
+            failures.append(ReferenceFailure(probe, r.status_code, code, changed))
+            continue
+        if controls and probe.where[0] == "body":
+            own_path, own_body = _request(probe, mine, mine)
+            control = await _call(client, probe.route, own_path, headers, own_body)
+            if not control.is_success:
+                failures.append(
+                    ReferenceFailure(probe, r.status_code, code, changed, control.status_code)
+                )
     return failures

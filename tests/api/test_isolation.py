@@ -1,24 +1,46 @@
 """Tenant isolation and RBAC, walked over every entry of ALL_ROUTES.
 
-Break it first: the same detector run against an app mounted WITHOUT the tenancy guard
-(`create_app(..., _guard=False)`, a test-only switch) must report every PROJECT-scoped route.
+Two layers, each with its break-it-first twin:
+- the guard: another organisation's owner gets 404 on every PROJECT route; the same detector
+  against an app mounted WITHOUT the guard (`create_app(..., _guard=False)`) reports every one;
+- the data layer: my own project in the path with another project's resource id (path or
+  body) finds nothing; the same probes against statements stripped of their tenant condition
+  all fail.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
+from types import MappingProxyType
 from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 from tests.api.conftest import MakeOrgUser, Session, app_client
-from tests.api.isolation import outsider_failures, viewer_failures
+from tests.api.isolation import (
+    _PARAM,
+    BODY_REFERENCES,
+    PATH_REFERENCES,
+    body_model,
+    foreign_reference_failures,
+    outsider_failures,
+    reference_probes,
+    unclassified_fields,
+    viewer_failures,
+)
+from tests.factories import make_project
 
 from codity.api.app import create_app
 from codity.api.routes import ALL_ROUTES
 from codity.api.routing import Scope
+from codity.db import queries
 from codity.settings import Settings
 
 PROJECT_ROUTES = [r for r in ALL_ROUTES if r.scope is Scope.PROJECT]
+#: A tenant condition in a statement: `q.project_id = :project_id::uuid`, `org_id = $1`...
+_TENANT = re.compile(r"\b(\w+\.)?(?:project_id|org_id) = (:\w+|\$\d+)(::uuid)?")
 
 
 def test_the_table_has_project_routes_to_check() -> None:
@@ -102,3 +124,106 @@ async def test_a_viewer_can_read_every_org_and_project_route(
     for route in reads:
         r = await client.get(fill_path(route, values), headers=viewer.headers)
         assert r.status_code == 200, f"{route.method} {route.path}: {r.status_code} {r.text}"
+
+
+# --- the second layer: the data layer scopes every statement by the project ------------------
+
+
+@pytest.fixture
+async def other_project(owner: Session, api_db: asyncpg.Connection[Any]) -> uuid.UUID:
+    """A second project of the owner's organisation: the guard lets the owner into both."""
+    return await make_project(api_db, owner.org_id, "other")
+
+
+def test_every_resource_reference_of_the_route_table_is_probed() -> None:
+    probes = reference_probes(ALL_ROUTES)
+    probed_paths = {(p.route.method, p.route.path) for p in probes if p.where[0] == "path"}
+    with_ids = {
+        (r.method, r.path)
+        for r in ALL_ROUTES
+        if r.min_role and any(param != "project_id" for param in _PARAM.findall(r.path))
+    }
+    assert probed_paths == with_ids
+    assert {p.where[1] for p in probes if p.where[0] == "path"} == set(PATH_REFERENCES)
+    probed_fields = {p.where[-1] for p in probes if p.where[0] == "body"}
+    assert probed_fields == set(BODY_REFERENCES)  # every kind of body reference is exercised
+    # A new body field that names something must be classified, or it would go unprobed.
+    odd = {
+        f"{r.method} {r.path}: {name}"
+        for r in ALL_ROUTES
+        if r.min_role and (model := body_model(r)) is not None
+        for name in unclassified_fields(model)
+    }
+    assert odd == set(), "classify these in tests/api/isolation.py BODY_REFERENCES"
+
+
+async def _reference_failures(
+    client: httpx.AsyncClient,
+    api_db: asyncpg.Connection[Any],
+    owner: Session,
+    outsider: Session,
+    other_project: uuid.UUID,
+    colleague: Session,
+    *,
+    controls: bool,
+) -> tuple[list[Any], list[Any]]:
+    probes = reference_probes(ALL_ROUTES)
+    failures = await foreign_reference_failures(
+        client,
+        api_db,
+        probes,
+        project_id=owner.project_id,
+        other_project_id=other_project,
+        headers=owner.headers,
+        own_values={"user_id": colleague.user_id},
+        foreign_values={"user_id": outsider.user_id},  # a member of another organisation
+        controls=controls,
+    )
+    return probes, failures
+
+
+async def test_another_projects_ids_find_nothing_through_my_project(
+    client: httpx.AsyncClient,
+    owner: Session,
+    outsider: Session,
+    other_project: uuid.UUID,
+    make_org_user: MakeOrgUser,
+    api_db: asyncpg.Connection[Any],
+) -> None:
+    colleague = await make_org_user("member")
+    probes, failures = await _reference_failures(
+        client, api_db, owner, outsider, other_project, colleague, controls=True
+    )
+    assert len(probes) >= 20
+    assert failures == [], "\n".join(map(str, failures))
+
+
+async def test_with_unscoped_statements_the_detector_flags_every_probe(
+    client: httpx.AsyncClient,
+    owner: Session,
+    outsider: Session,
+    other_project: uuid.UUID,
+    make_org_user: MakeOrgUser,
+    api_db: asyncpg.Connection[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Break it first: the same probes against statements whose tenant condition was removed
+    (`q.project_id = :project_id` -> `:project_id IS NOT NULL`, likewise `org_id`) must all fail:
+    the data layer's scoping is what stops them, not something else."""
+    colleague = await make_org_user("member")
+    scoped = queries.all_queries()
+    unscoped = MappingProxyType(
+        {name: _TENANT.sub(r"\2\3 IS NOT NULL", text) for name, text in scoped.items()}
+    )
+    assert sum(a != b for a, b in zip(scoped.values(), unscoped.values(), strict=True)) >= 30
+    monkeypatch.setattr(queries, "all_queries", lambda: unscoped)
+    queries._numbered.cache_clear()
+    try:
+        probes, failures = await _reference_failures(
+            client, api_db, owner, outsider, other_project, colleague, controls=False
+        )
+    finally:
+        queries._numbered.cache_clear()
+    flagged = {str(f.probe) for f in failures}
+    missed = [str(p) for p in probes if str(p) not in flagged]
+    assert missed == [], f"removing the tenant condition went unnoticed on: {missed}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from tests.factories import make_queue, project_of
+from tests.factories import make_project, make_queue, project_of
 from tests.integration.core.helpers import executions, expire_leases, job_row
 from tests.waiting import wait_until_blocked
 
@@ -315,10 +315,7 @@ async def test_every_operation_finds_rows_only_in_the_project_it_is_given(
     letter answers "not found" and changes no row. Break it: drop `q.project_id = $2` from
     lock_job / lock_dead_letters / discard_dead_letters / set_queue_paused, and this fails."""
     org_id = await db.fetchval("SELECT org_id FROM projects WHERE id = $1", queue_project_id)
-    other = await db.fetchval(
-        "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'Other', 'other') RETURNING id",
-        org_id,
-    )
+    other = await make_project(db, org_id, "other")
     dead = await _dead_letter(db, queue_id, worker_id, {"a": 1})
     dl_id = await db.fetchval("SELECT id FROM dead_letter_jobs WHERE job_id = $1", dead)
     waiting = await enqueue(db, queue_id, NewJob("h", delay_s=60))
