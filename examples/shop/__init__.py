@@ -1,0 +1,1 @@
+"""A small shop: FastAPI + SQLAlchemy + codity tasks (see examples/README.md)."""
