@@ -4,6 +4,7 @@ order nor a job. Uses codity.testing's pytest fixtures, as an application's own 
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -12,10 +13,10 @@ from asgi_lifespan import LifespanManager
 
 from codity.testing import TestDatabase, TestWorker
 
+# The example is run from examples/ (as its README says): put that directory on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-
-from shop import tasks  # noqa: E402
-from shop.web import create_app  # noqa: E402
+tasks = importlib.import_module("shop.tasks")
+create_app = importlib.import_module("shop.web").create_app
 
 
 async def test_an_order_and_its_confirmation_commit_together(
@@ -23,9 +24,12 @@ async def test_an_order_and_its_confirmation_commit_together(
 ) -> None:
     await codity_database.setup(tasks.app)
     api = create_app(codity_database.url)
-    async with LifespanManager(api), httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=api), base_url="http://shop.test"
-    ) as http:
+    async with (
+        LifespanManager(api),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=api), base_url="http://shop.test"
+        ) as http,
+    ):
         placed = await http.post("/orders", json={"email": "ada@example.com", "total_cents": 1250})
         assert placed.status_code == 201, placed.text
         failed = await http.post(

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from codity import tracing
 from codity.api import docs, health, ratelimit
 from codity.api.errors import install_error_handlers
 from codity.api.middleware import (
@@ -100,6 +101,11 @@ def create_app(
     )
     app.add_middleware(SecurityHeadersMiddleware, docs_paths=(f"{API_PREFIX}/docs",))
     app.add_middleware(RequestContextMiddleware, state=app.state)
+    # Outermost: every request is a span (codity[otel]); an enqueue inside it stores its
+    # traceparent, so the worker's span for the job links back to the request.
+    otel_middleware = tracing.asgi_middleware()
+    if otel_middleware is not None:
+        app.add_middleware(otel_middleware, excluded_urls="healthz,readyz,metrics")
     return app
 
 

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import asyncpg
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from codity.cli._common import console, fail, friendly_errors
@@ -229,6 +230,45 @@ def _recovery_rows(server: str, runs: int) -> list[list[str]]:
     ]
 
 
+def _tracing_rows(
+    server: str, jobs: int, workers: int, capacity: int, runs: int
+) -> list[list[str]]:
+    """The throughput drain with OpenTelemetry absent, installed but idle, and tracing on;
+    alternating, each run in a process of its own (bench/tracing_mode.py)."""
+    script = PEER_DIR / "tracing_mode.py"
+    if not script.exists():
+        fail(f"{script} not found (run from a checkout of the repository)")
+    figures: dict[str, list[float]] = {mode: [] for mode in ("absent", "idle", "on")}
+    for i in range(runs):
+        for mode in figures:
+            out = subprocess.run(
+                [sys.executable, str(script), mode, server,
+                 str(jobs), str(workers), str(capacity)],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if out.returncode != 0:
+                fail(f"tracing benchmark ({mode}) failed: {out.stderr.strip()[-300:]}")
+            figures[mode].append(
+                float(json.loads(out.stdout.strip().splitlines()[-1])["jobs_per_s"])
+            )
+            console.print(f"  run {i + 1}: {mode} {figures[mode][-1]:,.0f} jobs/s", highlight=False)
+    median = _b().median
+    absent = median(figures["absent"])
+    labels = {
+        "absent": "tracing: OpenTelemetry absent (no codity[otel])",
+        "idle": "tracing: codity[otel] installed, no tracer provider",
+        "on": "tracing: on (SDK provider, a span per attempt, spans dropped)",
+    }
+    return [
+        [
+            f"{labels[mode]} ({jobs:,} jobs, {workers} workers × {capacity})",
+            f"{median(values):,.0f} jobs/s (min {min(values):,.0f}, max {max(values):,.0f})",
+            f"{median(values) / absent:.2f}× absent",
+        ]
+        for mode, values in figures.items()
+    ]
+
+
 def _show(rows: list[list[str]], peer: bool) -> None:
     table = Table(show_header=True, header_style="bold")
     for header in (
@@ -306,6 +346,25 @@ def recovery_command(runs: RunsOption = 3, dsn: DsnOption = None) -> None:
     """Real worker/scheduler processes: SIGKILL -> the job re-run elsewhere; SIGTERM -> exit."""
     with _server(dsn) as server:
         _show(_recovery_rows(server, runs), False)
+
+
+@app.command("tracing")
+@friendly_errors
+def tracing_command(
+    jobs: Annotated[int, typer.Option("--jobs", min=1)] = 20_000,
+    workers: Annotated[int, typer.Option("--workers", min=1)] = 2,
+    capacity: Annotated[int, typer.Option("--capacity", min=1)] = 100,
+    runs: RunsOption = 3,
+    dsn: DsnOption = None,
+) -> None:
+    """The worker's hot path with tracing absent, installed but idle, and on (ratios)."""
+    with _server(dsn) as server:
+        table = Table(show_header=True, header_style="bold")
+        for header in ("benchmark", "codity (median)", "vs absent"):
+            table.add_column(header)
+        for row in _tracing_rows(server, jobs, workers, capacity, runs):
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
 
 
 async def _server_version(server: str) -> str:

@@ -34,6 +34,8 @@ class ClaimedJob:
     lock_expires_at: datetime
     priority: int
     worker_id: UUID  # who holds the lease: part of the fence
+    #: W3C traceparent of the enqueuing span, when it was traced (the attempt's span links it).
+    trace_parent: str | None = None
 
     @property
     def fence(self) -> Fence:
@@ -53,6 +55,7 @@ def _job(row: Any, worker_id: UUID) -> ClaimedJob:
         lock_expires_at=row["lock_expires_at"],
         priority=row["priority"],
         worker_id=worker_id,
+        trace_parent=row["trace_parent"],
     )
 
 

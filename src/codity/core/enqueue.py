@@ -41,12 +41,14 @@ from codity.core.validation import (
     check_idempotency_key,
     check_positive,
     check_priority,
+    check_trace_parent,
     check_when,
     encode_payload,
 )
 from codity.db.queries import sql
 from codity.domain.errors import QueueNotFoundError, ValidationError
 from codity.domain.states import JobStatus
+from codity.tracing import current_traceparent
 
 #: LISTEN on this channel to be woken when a queue gets claimable jobs; the payload is the
 #: queue id as text.
@@ -74,6 +76,8 @@ class NewJob:
     timeout_ms: int | None = None
     max_attempts: int | None = None
     retry_policy_id: UUID | None = None
+    #: W3C traceparent of the enqueuing span; None = the caller's current span, if traced.
+    trace_parent: str | None = None
     # Flow control (concurrency_key, unique_for_s / unique_key / unique_states) goes here, with
     # its column in `_Columns` and `insert_jobs`: every driver and every caller then has it.
 
@@ -116,6 +120,7 @@ class _Columns:
     retry_policy_id: list[UUID | None]
     pending: list[int]
     schedule_id: list[UUID | None]
+    trace_parent: list[str | None]
     depends_on: list[tuple[int, ...]]
 
     @property
@@ -140,6 +145,7 @@ class _Columns:
             notify,
             self.size,
             any(k is not None for k in self.idempotency_key),
+            _uniform(self.trace_parent),
         )
 
     def chunk(self, start: int, stop: int) -> _Columns:
@@ -184,11 +190,16 @@ def _options(job: NewJob) -> tuple[Any, ...]:
         job.max_attempts,
         type(job.max_attempts),
         job.retry_policy_id,
+        job.trace_parent,
     )
 
 
 def _validate_options(
-    job: NewJob, queue_attempts: int, queue_timeout: int | None, policies: dict[UUID, int]
+    job: NewJob,
+    queue_attempts: int,
+    queue_timeout: int | None,
+    policies: dict[UUID, int],
+    trace_parent: str | None = None,
 ) -> tuple[Any, ...]:
     """The job's columns other than payload, pending and schedule, in `_Columns` order."""
     run_at, delay_ms = check_when(job.run_at, job.delay_s)
@@ -208,6 +219,7 @@ def _validate_options(
         timeout_ms if timeout_ms is not None else queue_timeout,
         max_attempts,
         job.retry_policy_id,
+        check_trace_parent(job.trace_parent) if job.trace_parent is not None else trace_parent,
     )
 
 
@@ -226,6 +238,7 @@ def _prepare(
     q: _QueueDefaults,
     policies: dict[UUID, int],
     schedule_ids: Sequence[UUID | None] | None,
+    trace_parent: str | None = None,
 ) -> _Columns:
     """Validate and encode jobs into columns. Bulk enqueues mostly repeat one set of options
     with different payloads (and the CLI one payload too): each distinct run of options or
@@ -246,10 +259,12 @@ def _prepare(
         payloads.append(last_text)
         options = _options(job)
         if options != last_options:
-            last_row = _validate_options(job, queue_attempts, q.info.default_timeout_ms, policies)
+            last_row = _validate_options(
+                job, queue_attempts, q.info.default_timeout_ms, policies, trace_parent
+            )
             last_options = options
         rows.append(last_row)
-    (handler, priority, run_at, delay_ms, key, batch, timeout, attempts, policy) = (
+    (handler, priority, run_at, delay_ms, key, batch, timeout, attempts, policy, parent) = (
         list(column) for column in zip(*rows, strict=True)
     )
     n = len(rows)
@@ -266,6 +281,7 @@ def _prepare(
         retry_policy_id=policy,
         pending=[0] * n,
         schedule_id=list(schedule_ids) if schedule_ids is not None else [None] * n,
+        trace_parent=parent,
         depends_on=[_check_depends_on(j.depends_on) if j.depends_on else () for j in jobs],
     )
 
@@ -380,6 +396,7 @@ def _plan(
     progress: Progress | None = None,
 ) -> Plan[list[EnqueuedJob]]:
     _check_shape(jobs)
+    traced_by = current_traceparent()  # the caller's span (codity[otel]), once per call
     q = yield from _queue_plan(queue)
     policies = yield from _policies_plan(q.info.project_id, jobs)
     n = len(jobs)
@@ -387,7 +404,13 @@ def _plan(
     if not any(j.depends_on for j in jobs):
         lazy = (
             (
-                _prepare(jobs[a:b], q, policies, schedule_ids[a:b] if schedule_ids else None),
+                _prepare(
+                    jobs[a:b],
+                    q,
+                    policies,
+                    schedule_ids[a:b] if schedule_ids else None,
+                    traced_by,
+                ),
                 b == n,
             )
             for a, b in bounds
@@ -395,7 +418,7 @@ def _plan(
         return (yield from _insert_plan(q.info.id, lazy, progress))
     # With dependencies every row's pending count comes from one locking read of all of them,
     # so everything is validated first.
-    cols = _prepare(jobs, q, policies, schedule_ids)
+    cols = _prepare(jobs, q, policies, schedule_ids, traced_by)
     yield from _pending_plan(q.info.project_id, cols)
     chunks = ((cols.chunk(a, b), b == n) for a, b in bounds)
     result = yield from _insert_plan(q.info.id, chunks, progress)

@@ -102,6 +102,19 @@ def check_idempotency_key(key: str | None) -> str | None:
     return key
 
 
+#: A W3C traceparent is 55 characters today; the column allows room for future versions.
+MAX_TRACE_PARENT_LEN: Final = 128
+
+
+def check_trace_parent(value: Any) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_TRACE_PARENT_LEN:
+        raise ValidationError(
+            f"trace_parent must be a W3C traceparent string of at most {MAX_TRACE_PARENT_LEN} "
+            "characters"
+        )
+    return value
+
+
 def storable_text(text: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL; handler errors and log lines sometimes do."""
     if text is None:

@@ -393,6 +393,9 @@ jobs = Table(
     _created_at(),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("finished_at", DateTime(timezone=True), nullable=True),
+    # W3C traceparent of the enqueuing code when it was traced (codity[otel]); the worker's span
+    # for each attempt links to it.
+    Column("trace_parent", Text, nullable=True),
     UniqueConstraint("queue_id", "idempotency_key"),
     CheckConstraint(f"octet_length(payload::text) <= {MAX_PAYLOAD_BYTES}", name="payload_size"),
     CheckConstraint("max_attempts BETWEEN 1 AND 100", name="max_attempts_range"),
@@ -401,6 +404,7 @@ jobs = Table(
     CheckConstraint("timeout_ms IS NULL OR timeout_ms > 0", name="timeout_positive"),
     CheckConstraint("progress IS NULL OR progress BETWEEN 0 AND 100", name="progress_range"),
     CheckConstraint("pending_dependencies >= 0", name="pending_dependencies_nonnegative"),
+    CheckConstraint("octet_length(trace_parent) <= 128", name="trace_parent_length"),
     CheckConstraint(
         "status NOT IN ('claimed', 'running') OR (worker_id IS NOT NULL AND lock_expires_at IS NOT NULL)",
         name="leased_has_owner",

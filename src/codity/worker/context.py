@@ -34,6 +34,8 @@ class JobContext:
     cancelled: threading.Event
     #: The worker's database pool, for handlers that read the database (report.generate).
     db: Any
+    #: W3C traceparent of the code that enqueued the job, when it was traced.
+    trace_parent: str | None = None
     _fence: core.Fence = field(repr=False, default=None)  # type: ignore[assignment]
     _loop: asyncio.AbstractEventLoop | None = field(repr=False, default=None)
     _deadline_monotonic: float | None = field(repr=False, default=None)

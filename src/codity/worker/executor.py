@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from codity import core
+from codity import core, tracing
 from codity.worker.completer import Completer, Finished
 from codity.worker.context import JobContext
 from codity.worker.job_logger import JobLogger
@@ -69,9 +69,40 @@ async def run_attempt(
     threads: ThreadPoolExecutor,
     cancel_requested: Callable[[], bool],
     started_at: datetime | None = None,
+    tracer: Any = None,
 ) -> Outcome:
     """Run the handler for `ctx`'s job. Re-raises `CancelledError` unless a cancel was requested
-    (the drain and a lost lease cancel attempts that must produce no outcome)."""
+    (the drain and a lost lease cancel attempts that must produce no outcome).
+
+    With a `tracer` (codity[otel] and a configured provider: `tracing.worker_tracer()`) the
+    attempt is a span linked to the enqueuing one; without, this costs one `is None` check."""
+    if tracer is None:
+        return await _run_attempt(ctx, timeout_ms, registry, threads, cancel_requested, started_at)
+    with tracing.attempt_span(
+        tracer,
+        handler=ctx.handler,
+        job_id=ctx.job_id,
+        attempt=ctx.attempt,
+        queue_id=ctx.queue_id,
+        trace_parent=ctx.trace_parent,
+    ) as span:
+        ctx.logger.trace_id = tracing.trace_id_of(span)
+        outcome = await _run_attempt(
+            ctx, timeout_ms, registry, threads, cancel_requested, started_at
+        )
+        if isinstance(outcome, core.Failure):
+            tracing.mark_failed(span, outcome.error)
+        return outcome
+
+
+async def _run_attempt(
+    ctx: JobContext,
+    timeout_ms: int | None,
+    registry: HandlerRegistry,
+    threads: ThreadPoolExecutor,
+    cancel_requested: Callable[[], bool],
+    started_at: datetime | None,
+) -> Outcome:
     fence = ctx.fence
     registered = registry.get(ctx.handler)
     if registered is None:
@@ -148,8 +179,11 @@ class Executor:
         completer: Completer,
         slot_freed: Callable[[], None],
         db: Any,
+        tracer: Any = None,
     ) -> None:
         self._registry = registry
+        #: A span per attempt when codity[otel] is installed and a tracer provider is set.
+        self._tracer = tracer
         self._threads = threads
         self._running = running
         self._completer = completer
@@ -190,6 +224,7 @@ class Executor:
             attempt=job.attempt,
             max_attempts=job.max_attempts,
             execution_seq=job.execution_seq,
+            trace_parent=job.trace_parent,
             deadline=deadline,
             logger=JobLogger(fence),
             cancelled=threading.Event(),
@@ -208,6 +243,7 @@ class Executor:
                 threads=self._threads,
                 cancel_requested=lambda: rj.cancel_requested and not rj.lease_lost,
                 started_at=rj.started_at,
+                tracer=self._tracer,
             )
         except asyncio.CancelledError:
             return  # drained (released by the drain) or lease lost: no outcome

@@ -54,6 +54,8 @@ class JobLogger:
         self._accepted = 0
         self._dropped = 0
         self._dropped_reported = False
+        #: Set by the attempt's span (codity[otel]): every line then carries the trace id.
+        self.trace_id: str | None = None
 
     def log(self, level: str, message: str, **fields: Any) -> None:
         level = level.lower() if level.lower() in LEVELS else "info"
@@ -62,6 +64,8 @@ class JobLogger:
                 self._dropped += 1
                 return
             self._accepted += 1
+            if self.trace_id is not None:
+                fields["trace_id"] = self.trace_id
             self._pending.append(
                 core.LogEntry(
                     level=level,

@@ -23,7 +23,7 @@ from uuid import UUID
 
 import structlog
 
-from codity import core
+from codity import core, tracing
 from codity.core.loop_service import LoopService, retry
 from codity.db.pool import create_pool
 from codity.worker.completer import Completer
@@ -140,6 +140,7 @@ class Worker:
             completer=completer,
             slot_freed=slot_freed.set,
             db=self._pool,
+            tracer=tracing.worker_tracer(),
         )
         producer = Producer(
             producer_conn,

@@ -68,4 +68,4 @@ SET status = 'claimed',
 FROM candidates sel
 WHERE j.id = sel.id
 RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
-          j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos;
+          j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent;

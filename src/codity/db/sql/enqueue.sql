@@ -58,7 +58,8 @@ LIMIT 2;
 -- $14 says whether to wake workers: a bulk enqueue split over several statements in one
 -- transaction asks only in its last one (NOTIFY is delivered at commit anyway).
 -- Parameters: $1 queue_id uuid, $2..$13 one array per column (full length or one element),
--- $14 notify boolean, $15 row count integer, $16 has idempotency keys boolean.
+-- $14 notify boolean, $15 row count integer, $16 has idempotency keys boolean, $17 the W3C
+-- traceparent of the enqueuing span (tracing; NULL when untraced), array like the columns.
 WITH input AS (
   SELECT t.ord, nextval('jobs_id_seq'::regclass) AS new_id,
          CASE WHEN cardinality($2::text[]) = 1 THEN ($2::text[])[1] ELSE t.handler END AS handler,
@@ -82,25 +83,27 @@ WITH input AS (
          CASE WHEN cardinality($12::integer[]) = 1 THEN ($12::integer[])[1] ELSE t.pending END
            AS pending,
          CASE WHEN cardinality($13::uuid[]) = 1 THEN ($13::uuid[])[1] ELSE t.schedule_id END
-           AS schedule_id
+           AS schedule_id,
+         CASE WHEN cardinality($17::text[]) = 1 THEN ($17::text[])[1] ELSE t.trace_parent END
+           AS trace_parent
   FROM unnest(array_fill(NULL::boolean, ARRAY[$15::integer]),
               $2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
               $7::text[], $8::uuid[], $9::integer[], $10::integer[], $11::uuid[],
-              $12::integer[], $13::uuid[])
+              $12::integer[], $13::uuid[], $17::text[])
        WITH ORDINALITY AS t(_rows, handler, payload, priority, at, delay_ms, idempotency_key,
                             batch_id, timeout_ms, max_attempts, retry_policy_id, pending,
-                            schedule_id, ord)
+                            schedule_id, trace_parent, ord)
 ),
 ins AS (
   INSERT INTO jobs (id, queue_id, handler, payload, status, priority, run_at, max_attempts,
                     retry_policy_id, timeout_ms, idempotency_key, batch_id, schedule_id,
-                    pending_dependencies)
+                    pending_dependencies, trace_parent)
   SELECT new_id, $1::uuid, handler, payload::jsonb,
          (CASE WHEN pending > 0 THEN 'waiting'
                WHEN due > now() THEN 'scheduled'
                ELSE 'queued' END)::job_status,
          priority, due, max_attempts, retry_policy_id, timeout_ms, idempotency_key, batch_id,
-         schedule_id, pending
+         schedule_id, pending, trace_parent
   FROM input
   ORDER BY ord
   ON CONFLICT (queue_id, idempotency_key) DO NOTHING
