@@ -32,10 +32,36 @@ def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
     assert len(engine_rows) == 1
     recovery_header = "| recovery (real processes) | codity (median) |"
     recovery_rows = _rows(text, recovery_header) if recovery_header in text else None
+    enqueue_rows = _rows(text, ENQUEUE_HEADER) if ENQUEUE_HEADER in text else None
+    tracing_rows = _rows(text, TRACING_HEADER) if TRACING_HEADER in text else None
     assert (
-        render_report(machine.group(1), peer_rows, engine_rows, int(runs.group(1)), recovery_rows)
+        render_report(
+            machine.group(1),
+            peer_rows,
+            engine_rows,
+            int(runs.group(1)),
+            recovery_rows,
+            enqueue_rows=enqueue_rows,
+            tracing_rows=tracing_rows,
+        )
         == text
     )
+
+
+ENQUEUE_HEADER = "| bulk enqueue | codity (median) | pgqueuer (median) | ratio |"
+TRACING_HEADER = "| tracing (the worker's hot path) | codity (median) | vs absent |"
+
+
+def test_enqueue_and_tracing_rows_render_and_read_back() -> None:
+    enqueue = [["bulk enqueue: x", "55,000 jobs/s", "40,000 jobs/s", "1.38×"],
+               ["bulk enqueue: `codity enqueue -n 100000`", "52,000 jobs/s", "—", "—"]]  # fmt: skip
+    tracing = [["tracing: absent", "9,000 jobs/s", "1.00× absent"]]
+    text = render_report("m", [["a", "b", "c", "d"]], [["e", "f"]], 3,
+                         enqueue_rows=enqueue, tracing_rows=tracing)  # fmt: skip
+    assert _rows(text, ENQUEUE_HEADER) == enqueue
+    assert _rows(text, TRACING_HEADER) == tracing
+    assert "**bulk enqueue**" in text
+    assert "**tracing**" in text
 
 
 def test_recovery_rows_render_and_read_back() -> None:
