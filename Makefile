@@ -7,7 +7,7 @@ SYNCED := $(VENV)/.synced
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: setup demo test test-fast lint format web explain bench clean api-clients
+.PHONY: setup demo test test-fast chaos lint format web explain bench clean api-clients
 
 setup: $(SYNCED)
 
@@ -25,6 +25,11 @@ test: setup web
 	@command -v chromium >/dev/null || test -x "$$CODITY_CHROMIUM" || echo "!!!!!! BROWSER SUITE WILL NOT RUN: chromium is not on PATH (apt-get install -y chromium) !!!!!!"
 	@test -f web/dist/index.html || echo "!!!!!! BROWSER SUITE WILL NOT RUN: the dashboard is not built (web/dist/index.html missing) !!!!!!"
 	$(PY) -m pytest
+
+# The chaos suite's long version: 10 minutes of faults (the 30 s version runs in `make test`).
+# CODITY_CHAOS_SEED=N replays a schedule; CODITY_CHAOS_S=N changes the length.
+chaos: setup
+	CODITY_CHAOS_S=$${CODITY_CHAOS_S:-600} $(PY) -m pytest -m chaos -s tests/chaos
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts
