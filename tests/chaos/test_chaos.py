@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 from tests.acceptance.services.own_cluster import OwnCluster, own_cluster
 from tests.acceptance.services.service_procs import Procs
@@ -107,11 +106,9 @@ class Db:
                     self.conn = await connect(self.url, application_name="chaos-test")
                 return await call(self.conn)
             except Exception as exc:
-                # asyncpg sometimes reports a connection lost at an odd moment of its protocol
-                # as InternalClientError ("unexpected connection_lost() call", "another
-                # operation is in progress"): the connection is unusable all the same.
-                broken = is_transient(exc) or isinstance(exc, asyncpg.InternalClientError)
-                if not broken or time.monotonic() > deadline:
+                # is_transient covers asyncpg's reports of a connection lost at an odd moment
+                # of its protocol (InternalClientError): anything else here is a bug.
+                if not is_transient(exc) or time.monotonic() > deadline:
                     raise
                 if self.conn is not None:
                     self.conn.terminate()

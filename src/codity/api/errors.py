@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codity.api.request_context import REQUEST_ID_HEADER, current_request_id
+from codity.db.reconnect import is_transient
 from codity.domain import errors as domain
 
 log = structlog.get_logger("codity.api")
@@ -172,6 +173,15 @@ async def _database_unavailable(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _maybe_database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """asyncpg's interface errors are an outage when the connection broke ("connection is
+    closed", a protocol torn mid-reply): 503 like the others. Any other one is a bug: re-raised,
+    so the request middleware answers 500 internal_error and logs it."""
+    if is_transient(exc):
+        return await _database_unavailable(request, exc)
+    raise exc
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(domain.CodityError, _codity_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
@@ -184,6 +194,8 @@ def install_error_handlers(app: FastAPI) -> None:
         ConnectionError,
     ):
         app.add_exception_handler(lost, _database_unavailable)
+    for maybe_lost in (asyncpg.InterfaceError, asyncpg.InternalClientError):
+        app.add_exception_handler(maybe_lost, _maybe_database_unavailable)
 
 
 #: The error responses every operation documents (OpenAPI), all with the one envelope.

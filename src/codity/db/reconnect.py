@@ -23,11 +23,19 @@ _TRANSIENT_PG_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+#: asyncpg's InternalClientError for a connection lost at an odd moment of its protocol (seen
+#: under the chaos suite: PostgreSQL stopped, connections cut mid-reply). Only these messages:
+#: any other InternalClientError is a bug and must not be retried as if it were an outage.
+_BROKEN_PROTOCOL_SIGNS = ("cannot switch to state", "unexpected connection_lost() call")
+
+
 def _is_transient_one(exc: BaseException) -> bool:
     if isinstance(exc, asyncpg.InterfaceError) and "cannot perform operation" in str(exc):
         # e.g. "another operation is in progress": a programming error, not an outage
         return False
-    if isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc):
+    if isinstance(exc, asyncpg.InternalClientError) and any(
+        sign in str(exc) for sign in _BROKEN_PROTOCOL_SIGNS
+    ):
         # the protocol state of a connection that broke in the middle of an operation
         return True
     return isinstance(exc, (*_TRANSIENT_PG_ERRORS, DatabaseUnavailableError, OSError, TimeoutError))
