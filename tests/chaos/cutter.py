@@ -1,4 +1,4 @@
-"""A TCP proxy between the workers and PostgreSQL that can lose a claim's reply.
+"""A TCP proxy between a service and PostgreSQL that can lose a claim's reply (or any reply).
 
 "The claim committed but its rows never reached the worker" is the fault behind a job stuck
 `claimed` while its worker lives (issue 12). A random `pg_terminate_backend` lands in that
@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import re
 import struct
+from collections import deque
 from dataclasses import dataclass, field
 
 #: A claim sets the status to claimed; nothing else the worker runs does.
@@ -33,12 +34,17 @@ class Cutter:
     cuts: int = 0
     connections: int = 0
     _armed: bool = False
+    _armed_any: bool = False
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def arm(self) -> None:
         """Lose the reply of the next claim that returns at least one job."""
         self._armed = True
+
+    def arm_any(self) -> None:
+        """Lose the reply of the next statement, whatever it is (a request's query)."""
+        self._armed_any = True
 
     @property
     def armed(self) -> bool:
@@ -86,12 +92,15 @@ class Cutter:
                     await writer.wait_closed()
             self._tasks.discard(task)
 
-    def _take_cut(self, rows: int) -> bool:
-        if self._armed and rows > 0:
+    def _take_cut(self, is_claim: bool, rows: int) -> bool:
+        if is_claim and self._armed and rows > 0:
             self._armed = False
-            self.cuts += 1
-            return True
-        return False
+        elif self._armed_any:
+            self._armed_any = False
+        else:
+            return False
+        self.cuts += 1
+        return True
 
 
 class _Cut(Exception):
@@ -102,8 +111,8 @@ class _Cut(Exception):
 class _Link:
     cutter: Cutter
     claim_statements: set[bytes] = field(default_factory=set)
-    #: How many claim executions the server still owes a reply for.
-    claims_pending: int = 0
+    #: Replies the server still owes that may be cut, oldest first: whether each is a claim's.
+    watched: deque[bool] = field(default_factory=deque)
 
     async def client_to_server(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         # Untyped start-up: SSL/GSS requests (answered by one byte), then the start-up packet.
@@ -128,12 +137,16 @@ class _Link:
                     self.claim_statements.discard(name)
             elif kind == b"B":  # Bind: portal name, statement name
                 statement = body.partition(b"\0")[2].partition(b"\0")[0]
-                if statement in self.claim_statements:
-                    self.claims_pending += 1
-            elif kind == b"Q" and CLAIM_SQL.search(body):  # simple query protocol
-                self.claims_pending += 1
+                self._watch(statement in self.claim_statements)
+            elif kind == b"Q":  # simple query protocol
+                self._watch(bool(CLAIM_SQL.search(body)))
             w.write(kind + struct.pack("!i", length) + body)
             await w.drain()
+
+    def _watch(self, is_claim: bool) -> None:
+        # Only replies that may be cut are held back (until ReadyForQuery); the rest stream.
+        if is_claim or self.cutter._armed_any:
+            self.watched.append(is_claim)
 
     async def server_to_client(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         # The one-byte answers to SSL/GSS requests come before any typed message.
@@ -151,17 +164,18 @@ class _Link:
             head = await r.readexactly(4)
             (length,) = struct.unpack("!i", head)
             message = kind + head + await r.readexactly(length - 4)
-            if not self.claims_pending:
+            if not self.watched:
                 w.write(message)
                 await w.drain()
                 continue
-            # Inside a claim's reply: hold it until ReadyForQuery, when the claim has committed.
+            # Inside a watched reply: hold it until ReadyForQuery, when the statement's implicit
+            # transaction has committed.
             held.append(message)
             if kind == b"D":
                 rows += 1
             if kind == b"Z":
-                self.claims_pending -= 1
-                if self.cutter._take_cut(rows):
+                is_claim = self.watched.popleft()
+                if self.cutter._take_cut(is_claim, rows):
                     raise _Cut()
                 w.write(b"".join(held))
                 await w.drain()

@@ -5,7 +5,8 @@ themselves when it is back; workers and the scheduler reconnect; every enqueue t
 acknowledged (201 from the API, or a committed `core.enqueue`) is completed, none lost.
 
 The cluster is the test's own (`own_cluster`), stopped with `pg_ctl stop -m fast` and started
-again 30 s later on the same port.
+again 30 s later on the same port. Before the outage, the API's connection is also torn in the
+middle of a request (its reply lost: `tests/chaos/cutter.py`), which must answer 503 as well.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import httpx
 import pytest
 from tests.acceptance.services.own_cluster import OwnCluster, own_cluster
 from tests.acceptance.services.service_procs import Procs, wait_for
+from tests.chaos.cutter import Cutter, running_cutter
 from tests.factories import make_queue
 
 from codity import core
@@ -63,11 +65,21 @@ def envelope_code(response: httpx.Response) -> str | None:
 async def test_a_30_second_outage_is_ridden_out_and_nothing_acknowledged_is_lost(
     cluster: OwnCluster, tmp_path: Path
 ) -> None:
+    host, pg_port = cluster.url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    async with running_cutter(host, int(pg_port)) as (cutter, proxy_port):
+        await _outage(
+            cluster, tmp_path, cutter, cluster.url.replace(f":{pg_port}/", f":{proxy_port}/")
+        )
+
+
+async def _outage(cluster: OwnCluster, tmp_path: Path, cutter: Cutter, api_db_url: str) -> None:
     port = free_port()
     procs = Procs(tmp=tmp_path, database_url=cluster.url)
     secrets_env = {
         "JWT_SECRET": secrets.token_urlsafe(32),
         "JWT_REFRESH_SECRET": secrets.token_urlsafe(32),
+        # The API reaches PostgreSQL through the cutter, to lose a reply mid-request below.
+        "DATABASE_URL": api_db_url,
     }
     api = procs.spawn("api", "--host", "127.0.0.1", "--port", str(port), env=secrets_env,
                       name="api")  # fmt: skip
@@ -119,6 +131,20 @@ async def test_a_30_second_outage_is_ridden_out_and_nothing_acknowledged_is_lost
 
             await enqueue_via_api(20)
             await enqueue_directly(20)
+
+            # A connection torn in the middle of a request (the reply to its statement lost, the
+            # connection closed) answers 503 too, and the next request is served again.
+            torn: list[tuple[int, str | None]] = []
+            for _ in range(5):
+                cuts = cutter.cuts
+                cutter.arm_any()
+                r = await http.get(jobs_url, headers=headers)
+                assert r.status_code != 500, r.text
+                if cutter.cuts > cuts and r.status_code == 503:
+                    torn.append((r.status_code, envelope_code(r)))
+                    break
+            assert torn == [(503, "database_unavailable")], torn
+            assert (await http.get(jobs_url, headers=headers)).status_code == 200
 
             async def some_running() -> bool:
                 return await db.fetchval("SELECT count(*) FROM jobs WHERE status = 'running'") > 0
