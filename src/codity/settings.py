@@ -80,6 +80,9 @@ class Settings(BaseSettings):
         default="http://localhost:5173,http://127.0.0.1:5173", alias="CORS_ORIGINS"
     )
     max_request_body_bytes: int = Field(default=1_048_576, alias="MAX_REQUEST_BODY_BYTES", gt=0)
+    # A live-events stream ends after this long and the dashboard reconnects (re-checking its
+    # token and role): a revoked user stops receiving events within this bound.
+    events_stream_max_s: float = Field(default=300.0, alias="EVENTS_STREAM_MAX_S", gt=0)
 
     rate_limit_login_failures: int = Field(default=5, alias="RATE_LIMIT_LOGIN_FAILURES")
     rate_limit_login_window_s: int = Field(default=900, alias="RATE_LIMIT_LOGIN_WINDOW_S")

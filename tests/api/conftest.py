@@ -67,6 +67,9 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
         "JWT_REFRESH_SECRET": "test-refresh-secret-" + "y" * 32,
         # Tests make many auth calls from one client address; the ceiling has its own test.
         "RATE_LIMIT_AUTH_PER_MINUTE": 10_000,
+        # The event stream never ends on its own; walkers of every route (isolation, schemathesis)
+        # read it through the ASGI transport, which waits for the end of the body.
+        "EVENTS_STREAM_MAX_S": 0.5,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

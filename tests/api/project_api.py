@@ -33,6 +33,7 @@ def api_settings(database_url: str, **overrides: Any) -> Settings:
         "CODITY_ENV": "test",
         "JWT_SECRET": TEST_SECRET,
         "JWT_REFRESH_SECRET": TEST_SECRET + "-refresh",
+        "EVENTS_STREAM_MAX_S": 0.5,  # see tests/api/conftest.py
         **overrides,
     }
     return Settings(**values)

@@ -32,6 +32,9 @@ FAST_INTERVALS = {
     "SCHEDULER_TICK_MS": "500",
     "DEAD_WORKER_AFTER_MS": "3000",
     "SHUTDOWN_GRACE_MS": "3000",
+    # Streams end (and the dashboard reconnects) every few seconds, so the suite exercises the
+    # reconnection path and can cut a stream by refusing the next connection.
+    "EVENTS_STREAM_MAX_S": "8",
 }
 READY_TIMEOUT_S = 90.0
 DEMO_EMAIL = "operator@codity.test"

@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import time
+from datetime import datetime
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -413,3 +414,83 @@ def test_every_screen_passes_axe_and_works_from_the_keyboard(new_page) -> None:
     page.keyboard.press("Escape")
     expect(dialog).not_to_be_visible()
     assert page.evaluate("() => document.activeElement?.dataset?.testid") == "enqueue-open"
+
+
+def _api_call(page: Page, method: str, path: str, body: object | None = None) -> dict:
+    """Call the API from the page with the signed-in user's token (`path` below the project)."""
+    return page.evaluate(
+        """async ([method, path, body]) => {
+            const { access_token } = JSON.parse(localStorage.getItem("codity.session"));
+            const headers = { Authorization: `Bearer ${access_token}`, "Content-Type": "application/json" };
+            const me = await (await fetch("/api/v1/auth/me", { headers })).json();
+            const r = await fetch(`/api/v1/projects/${me.projects[0].id}${path}`,
+                                  { method, headers, body: body === null ? undefined : JSON.stringify(body) });
+            return await r.json();
+        }""",
+        [method, path, body],
+    )
+
+
+# Records, in the page, when each job row first appears and when its status pill changes.
+WATCH_ROWS = """() => {
+    window.__seen = {};
+    const look = () => {
+        for (const pill of document.querySelectorAll('[data-testid^="job-status-"]')) {
+            const id = pill.dataset.testid.slice("job-status-".length);
+            const key = `${id}:${pill.textContent.trim()}`;
+            if (!(key in window.__seen)) window.__seen[key] = Date.now();
+        }
+    };
+    new MutationObserver(look).observe(document.body, { subtree: true, childList: true, characterData: true });
+    look();
+}"""
+
+
+def test_live_updates_show_a_new_job_and_its_completion_without_polling(new_page) -> None:
+    """Polling switched off: only the event stream can bring the job onto the screen, then
+    turn it completed, each within 1 s of the change in the database."""
+    page: Page = new_page()
+    page.goto("/login")
+    page.evaluate("() => localStorage.setItem('codity.polling', 'off')")
+    login(page, path="/jobs")
+    expect(page.get_by_test_id("live-status")).to_have_attribute("data-status", "live")
+    page.evaluate(WATCH_ROWS)
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    job = _api_call(
+        page, "POST", "/jobs", {"queue": "reports", "handler": "sleep", "payload": {"seconds": 1}}
+    )
+    job_id = job["id"]
+    expect(page.get_by_test_id(f"job-status-{job_id}")).to_have_text(
+        "completed", timeout=RUN_TIMEOUT_MS
+    )
+    detail = _api_call(page, "GET", f"/jobs/{job_id}")
+    seen = page.evaluate("() => window.__seen")
+    appeared = min(t for key, t in seen.items() if key.startswith(f"{job_id}:"))
+    completed = seen[f"{job_id}:completed"]
+
+    def ms(iso: str) -> float:
+        return datetime.fromisoformat(iso).timestamp() * 1000
+
+    assert appeared - ms(detail["created_at"]) <= 1000, (appeared, detail["created_at"])
+    assert completed - ms(detail["finished_at"]) <= 1000, (completed, detail["finished_at"])
+    assert navigations == []  # no reload
+    screenshot(page, "jobs-live")
+
+
+def test_when_the_stream_drops_the_screen_polls_and_says_so(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/jobs")
+    status = page.get_by_test_id("live-status")
+    expect(status).to_have_attribute("data-status", "live")
+    # Refuse /events: the current stream ends within EVENTS_STREAM_MAX_S (8 s in this stack)
+    # and cannot come back.
+    page.route("**/events", lambda route: route.abort())
+    expect(status).to_have_attribute("data-status", "polling", timeout=20_000)
+    expect(status).to_contain_text("polling every 2 s")
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/jobs?" in r.url else None)
+    page.wait_for_timeout(4500)
+    assert len(polls) >= 2, polls  # the 2 s fallback is running
+    page.unroute("**/events")
+    expect(status).to_have_attribute("data-status", "live", timeout=20_000)

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from codity import tracing
 from codity.api import docs, health, ratelimit
 from codity.api.errors import install_error_handlers
+from codity.api.events import EventHub
 from codity.api.middleware import (
     BodySizeLimitMiddleware,
     EnvelopeCORSMiddleware,
@@ -61,9 +62,13 @@ def create_app(
             current.database_url, max_size=POOL_MAX_SIZE, application_name="codity-api"
         )
         pruner = asyncio.create_task(ratelimit.prune_forever(app.state.pool))
+        # One LISTEN connection for the whole process, fanned out to every browser.
+        app.state.events = EventHub(current.database_url, app.state.pool)
+        await app.state.events.start()
         try:
             yield
         finally:
+            await app.state.events.stop()
             pruner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pruner

@@ -11,6 +11,7 @@ from codity.api.resources import (
     auth,
     charts,
     dead_letters,
+    events,
     jobs,
     members,
     orgs,
@@ -37,4 +38,5 @@ ALL_ROUTES: tuple[Route, ...] = (
     *workers.ROUTES,
     *overview.ROUTES,
     *charts.ROUTES,
+    *events.ROUTES,
 )

@@ -66,6 +66,8 @@ class Route:
     status_code: int = 200
     rate_limit: RateLimitClass | None = None
     tags: tuple[str, ...] = ()
+    #: A non-JSON answer (the event stream): documented with that media type in OpenAPI.
+    response_class: Any = None
 
     @property
     def mutating(self) -> bool:
@@ -173,6 +175,8 @@ def mount_routes(
         extra: dict[str, Any] = {}
         if route.response_model is not None:
             extra["response_model"] = route.response_model
+        if route.response_class is not None:
+            extra["response_class"] = route.response_class
         app_or_router.add_api_route(
             route.full_path,
             route.handler,

@@ -367,6 +367,82 @@ def tracing_command(
         console.print(table)
 
 
+def _console() -> Any:
+    """The console's strategies (live events, dashboard reads), imported on use like `_b`."""
+    from codity.cli import bench_console
+
+    return bench_console
+
+
+def _events_rows(
+    server: str, streams: int, rate: float, seconds: float, runs: int, cost_runs: int
+) -> list[list[str]]:
+    rows: list[list[str]] = []
+    if cost_runs:
+        pairs = []
+        for i in range(cost_runs):
+            pairs.append(_console().event_cost_run(server, 20_000, 2, 100))
+            console.print(
+                f"  run {i + 1}: drain with events {pairs[-1][0]:,.0f} jobs/s, "
+                f"without {pairs[-1][1]:,.0f} jobs/s",
+                highlight=False,
+            )
+        cost = _console().event_cost(pairs)
+        rows.append(
+            [
+                "live events: drain cost (20,000 no-op jobs, 2 workers × 100, with vs without the triggers)",
+                f"{cost.with_events:,.0f} vs {cost.without_events:,.0f} jobs/s: "
+                f"{cost.cost_percent:+.1f}% cost",
+            ]
+        )
+    results = []
+    for i in range(runs):
+        results.append(asyncio.run(_console().fan_out(server, streams, rate, seconds)))
+        r = results[-1]
+        console.print(
+            f"  run {i + 1}: {r.streams} streams, {r.changes_per_s:,.0f} changes/s: "
+            f"{r.messages_per_stream_per_s:.1f} msg/s per stream, delay p95 {r.delay_p95_ms:.0f} ms, "
+            f"RSS {r.rss_start_mb:.0f} -> {r.rss_end_mb:.0f} MB (max {r.rss_max_mb:.0f}), "
+            f"max backlog {r.max_backlog}, resyncs {r.resyncs}",
+            highlight=False,
+        )
+    if results:
+        med = _b().median
+        rows.append(
+            [
+                f"live events: {streams} open streams, {rate:,.0f} job changes/s for {seconds:.0f} s",
+                f"{med([r.messages_per_stream_per_s for r in results]):.1f} msg/s per stream; "
+                f"delivery p50 {med([r.delay_p50_ms for r in results]):.0f} ms, "
+                f"p95 {med([r.delay_p95_ms for r in results]):.0f} ms; RSS "
+                f"{med([r.rss_start_mb for r in results]):.0f} -> "
+                f"{med([r.rss_end_mb for r in results]):.0f} MB "
+                f"(max {med([r.rss_max_mb for r in results]):.0f}); "
+                f"largest mailbox {max(r.max_backlog for r in results)}",
+            ]
+        )
+    return rows
+
+
+@app.command("events")
+@friendly_errors
+def events_command(
+    streams: Annotated[int, typer.Option("--streams", min=1, help="Open event streams.")] = 200,
+    rate: Annotated[
+        float, typer.Option("--rate", min=100, help="Job state changes per second.")
+    ] = 1000.0,
+    seconds: Annotated[float, typer.Option("--seconds", min=1)] = 20.0,
+    runs: RunsOption = 3,
+    cost_runs: Annotated[
+        int, typer.Option("--cost-runs", min=0, help="Drains with/without the triggers (0: skip).")
+    ] = 3,
+    dsn: DsnOption = None,
+) -> None:
+    """Live events: the drain's cost of the event triggers, and one API process holding N
+    streams while jobs change state R times a second (memory sampled every second)."""
+    with _server(dsn) as server:
+        _show(_events_rows(server, streams, rate, seconds, runs, cost_runs), False)
+
+
 async def _server_version(server: str) -> str:
     conn = await asyncpg.connect(plain_dsn(server))
     try:

@@ -126,7 +126,24 @@ async def _completed(pool: asyncpg.Pool[Any]) -> int:
     return count
 
 
-async def throughput(server_url: str, jobs: int, workers: int, capacity: int) -> Throughput:
+#: The live-events triggers (migration 0003); `events=False` drops them to measure their cost.
+EVENT_TRIGGERS = (
+    ("jobs_events_insert", "jobs"),
+    ("jobs_events_update", "jobs"),
+    ("workers_events_insert", "workers"),
+    ("workers_events_status", "workers"),
+    ("queues_events_paused", "queues"),
+)
+
+
+async def drop_event_triggers(pool: asyncpg.Pool[Any]) -> None:
+    for name, table in EVENT_TRIGGERS:
+        await pool.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+
+
+async def throughput(
+    server_url: str, jobs: int, workers: int, capacity: int, *, events: bool = True
+) -> Throughput:
     registry = HandlerRegistry()
     handled = [0]
     all_handled = asyncio.Event()
@@ -140,6 +157,8 @@ async def throughput(server_url: str, jobs: int, workers: int, capacity: int) ->
     async with scratch_database(server_url) as url:
         pool = await create_pool(url, min_size=1, max_size=4, application_name="codity-bench")
         try:
+            if not events:
+                await drop_event_triggers(pool)
             queue_id = await _make_queue(pool)
             await _fill(pool, queue_id, jobs, "noop")
             stop = asyncio.Event()

@@ -17,7 +17,7 @@ function withToken(request: Request, token: string | undefined): Request {
 
 const isAuthCall = (url: string) => /\/api\/v1\/auth\/(login|refresh|register)$/.test(new URL(url).pathname);
 
-async function authFetch(request: Request): Promise<Response> {
+export async function authFetch(request: Request): Promise<Response> {
   const replay = request.clone();
   const sent = loadTokens()?.access_token;
   const response = await fetch(withToken(request, sent));

@@ -1,7 +1,9 @@
 import { useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
 import { Link, Outlet, useNavigate } from "@tanstack/react-router";
 
 import { api } from "../api/client";
+import { pollingDisabled, startLiveUpdates, useLiveStatus } from "../api/live";
 import { clearTokens, loadTokens } from "../api/session";
 import { SessionProvider, useSession } from "../lib/session";
 import { loadTheme, saveTheme, type Theme } from "../lib/theme";
@@ -31,6 +33,8 @@ function Frame() {
   const { me, role, projects, project, selectProject } = useSession();
   const navigate = useNavigate();
   const queryClient = useQueryClient();
+  // One event stream for the project on screen; switching project switches the stream.
+  useEffect(() => startLiveUpdates(queryClient, project.id), [queryClient, project.id]);
 
   async function signOut() {
     const tokens = loadTokens();
@@ -87,6 +91,7 @@ function Frame() {
             </select>
           </label>
           <div className="flex items-center gap-3 text-sm">
+            <LiveIndicator />
             <ThemeSwitch />
             <span className="hidden text-xs text-slate-500 md:inline" title="Times are shown in your time zone">
               {viewerTimeZone}
@@ -123,5 +128,40 @@ function ThemeSwitch() {
       <option value="light">Light</option>
       <option value="dark">Dark</option>
     </select>
+  );
+}
+
+/** Whether the screen is updated by the event stream, or polling because the stream dropped. */
+function LiveIndicator() {
+  const status = useLiveStatus();
+  const text =
+    status === "live"
+      ? "Live"
+      : status === "connecting"
+        ? "Connecting…"
+        : pollingDisabled()
+          ? "Live updates lost"
+          : "Live updates lost — polling every 2 s";
+  return (
+    <span
+      data-testid="live-status"
+      data-status={status}
+      role="status"
+      title={
+        status === "live"
+          ? "Changes appear as they happen (server-sent events)"
+          : "The event stream is down; reconnecting in the background"
+      }
+      className="inline-flex items-center gap-1.5 text-xs text-slate-600"
+    >
+      <span
+        aria-hidden
+        className={
+          "size-2 rounded-full " +
+          (status === "live" ? "bg-emerald-500" : status === "polling" ? "bg-amber-500" : "bg-slate-400")
+        }
+      />
+      {text}
+    </span>
   );
 }

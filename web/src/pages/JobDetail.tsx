@@ -1,5 +1,5 @@
 import { Link } from "@tanstack/react-router";
-import type { ReactNode } from "react";
+import { type ReactNode, useEffect, useRef, useState } from "react";
 
 import { api, unwrap } from "../api/client";
 import { useAction, useLive } from "../api/hooks";
@@ -15,6 +15,8 @@ import { PageHeader } from "../ui/PageHeader";
 import { EmptyState, ErrorState, InlineError, SkeletonRows } from "../ui/States";
 
 const RETRYABLE = new Set(["failed", "dead_letter", "cancelled"]);
+const LEASED = new Set(["claimed", "running"]);
+const WAITING = new Set(["waiting", "scheduled", "queued"]);
 const CANCELLABLE = new Set(["waiting", "scheduled", "queued", "claimed", "running"]);
 
 export function JobDetailPage({ jobId }: { jobId: string }) {
@@ -22,9 +24,33 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
   const { can } = useSession();
   const now = useNow();
   const path = { project_id: projectId, job_id: Number(jobId) };
-  const job = useLive(["job", projectId, jobId], () =>
-    unwrap(api.GET("/api/v1/projects/{project_id}/jobs/{job_id}", { params: { path } })),
+  const [running, setRunning] = useState(false);
+  // Log lines announce no event: while the job runs, tail them every second.
+  const job = useLive(
+    ["job", projectId, jobId],
+    () => unwrap(api.GET("/api/v1/projects/{project_id}/jobs/{job_id}", { params: { path } })),
+    { liveInterval: running ? 1000 : false },
   );
+  const isRunning = job.data ? LEASED.has(job.data.status) : false;
+  useEffect(() => setRunning(isRunning), [isRunning]);
+  // Attempts name their worker by id; the workers list gives host:pid.
+  const workers = useLive(
+    ["workers"],
+    () => unwrap(api.GET("/api/v1/workers", { params: { query: { limit: 200 } } })),
+    { interval: 30_000 },
+  );
+  const queues = useLive(["queues", projectId], () =>
+    unwrap(
+      api.GET("/api/v1/projects/{project_id}/queues", {
+        params: { path: { project_id: projectId }, query: { limit: 200 } },
+      }),
+    ),
+  );
+  const workerName = (id: string | null) => {
+    if (!id) return null;
+    const w = workers.data?.items.find((x) => x.id === id);
+    return w ? `${w.hostname}:${w.pid}` : id.slice(0, 8);
+  };
   const invalidate = [
     ["job", projectId, jobId],
     ["jobs", projectId],
@@ -152,25 +178,55 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
             )}
           </Card>
         </div>
-        <Card title="Execution timeline" padded={false} testId="job-timeline">
-          {j.executions.length === 0 ? (
-            <EmptyState
-              title="No attempt has finished yet"
-              hint="Each attempt appears here when it ends, with its error if it failed."
+        {WAITING.has(j.status) && (
+          <WhyWaiting
+            job={j}
+            now={now}
+            paused={queues.data?.items.find((q) => q.id === j.queue_id)?.is_paused ?? false}
+          />
+        )}
+        <Card title="Timeline" padded={false} testId="job-timeline">
+          <ol className="relative space-y-0 py-2" aria-label="Attempts, oldest first">
+            <TimelineMark
+              tone="gray"
+              title="Enqueued"
+              at={j.created_at}
+              now={now}
+              detail={j.run_at !== j.created_at ? `due ${formatDateTime(j.run_at)}` : undefined}
             />
-          ) : (
-            <ol className="divide-y divide-slate-100">
-              {j.executions.map((e) => (
-                <ExecutionRow key={e.execution_seq} e={e} now={now} />
-              ))}
-            </ol>
-          )}
+            {j.executions.map((e) => (
+              <ExecutionRow key={e.execution_seq} e={e} now={now} worker={workerName(e.worker_id)} />
+            ))}
+            {LEASED.has(j.status) && (
+              <TimelineMark
+                tone="indigo"
+                title={`Try ${j.attempt} · ${j.status}`}
+                at={j.started_at ?? j.claimed_at}
+                now={now}
+                detail={`on ${workerName(j.worker_id) ?? "a worker"} · running for ${durationBetween(
+                  j.started_at ?? j.claimed_at,
+                  new Date(now).toISOString(),
+                )}`}
+                testId="timeline-current"
+              />
+            )}
+            {j.executions.length === 0 && !LEASED.has(j.status) && (
+              <li className="px-4 py-2 text-sm text-slate-500">
+                No attempt yet. Each attempt appears here with its worker, times and error.
+              </li>
+            )}
+          </ol>
         </Card>
-        <Card title="Logs" padded={false} testId="job-logs">
+        <Card
+          title="Logs"
+          padded={false}
+          testId="job-logs"
+          actions={LEASED.has(j.status) && <span className="text-xs text-emerald-700">● tailing live</span>}
+        >
           {j.logs.length === 0 ? (
             <EmptyState title="No log lines" hint="Handlers write log lines with their job context." />
           ) : (
-            <div className="max-h-80 overflow-auto font-mono text-xs" tabIndex={0} role="log" aria-label="Log lines">
+            <LogBox count={j.logs.length}>
               {j.logs.map((l) => (
                 <div key={l.id} className="flex gap-3 border-b border-slate-50 px-4 py-1.5">
                   <span className="shrink-0 text-slate-500 tabular-nums">{formatDateTime(l.created_at)}</span>
@@ -189,7 +245,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
                   <span className="text-slate-800">{l.message}</span>
                 </div>
               ))}
-            </div>
+            </LogBox>
           )}
         </Card>
       </div>
@@ -197,23 +253,160 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
   );
 }
 
-function ExecutionRow({ e, now }: { e: ExecutionPublic; now: number }) {
+const markTone: Record<string, string> = {
+  gray: "bg-slate-400",
+  indigo: "bg-indigo-500",
+  green: "bg-emerald-500",
+  red: "bg-rose-500",
+  amber: "bg-amber-500",
+};
+
+function TimelineMark({
+  tone,
+  title,
+  at,
+  now,
+  detail,
+  children,
+  testId,
+}: {
+  tone: keyof typeof markTone;
+  title: ReactNode;
+  at: string | null;
+  now: number;
+  detail?: ReactNode;
+  children?: ReactNode;
+  testId?: string;
+}) {
   return (
-    <li className="px-4 py-3">
-      <div className="flex flex-wrap items-center gap-3 text-sm">
-        <span className="w-16 font-medium text-slate-900 tabular-nums">Try {e.attempt}</span>
-        <StatusPill status={e.status} />
-        <span className="text-slate-500 tabular-nums">{formatDuration(e.duration_ms)}</span>
-        <span className="ml-auto text-slate-500" title={formatDateTime(e.finished_at)}>
-          {formatRelative(e.finished_at, now)}
-        </span>
+    <li className="relative py-2 pr-4 pl-10" data-testid={testId}>
+      <span aria-hidden className="absolute top-0 bottom-0 left-[1.15rem] w-px bg-slate-200" />
+      <span
+        aria-hidden
+        className={`absolute top-3.5 left-4 size-2.5 rounded-full ring-2 ring-white ${markTone[tone]}`}
+      />
+      <div className="flex flex-wrap items-baseline gap-x-3 gap-y-1 text-sm">
+        <span className="font-medium text-slate-900">{title}</span>
+        {detail && <span className="text-slate-600">{detail}</span>}
+        {at && (
+          <span className="ml-auto text-xs text-slate-500" title={formatDateTime(at)}>
+            {formatDateTime(at)} ({formatRelative(at, now)})
+          </span>
+        )}
       </div>
-      {e.error && (
-        <pre className="mt-2 ml-16 rounded bg-slate-50 p-2 font-mono text-xs whitespace-pre-wrap text-rose-700">
-          {e.error}
-        </pre>
-      )}
+      {children}
     </li>
+  );
+}
+
+const outcomeTone: Record<string, keyof typeof markTone> = {
+  completed: "green",
+  failed: "amber",
+  timed_out: "amber",
+  cancelled: "gray",
+  lost: "red",
+  released: "gray",
+};
+
+/** One attempt: who ran it, when it was claimed, started and finished, and how it ended. */
+function ExecutionRow({ e, now, worker }: { e: ExecutionPublic; now: number; worker: string | null }) {
+  const wait = e.claimed_at && e.started_at ? durationBetween(e.claimed_at, e.started_at) : null;
+  return (
+    <TimelineMark
+      tone={outcomeTone[e.status] ?? "gray"}
+      title={
+        <span className="inline-flex items-center gap-2">
+          Try {e.attempt} <StatusPill status={e.status} testId={`attempt-status-${e.execution_seq}`} />
+        </span>
+      }
+      at={e.finished_at}
+      now={now}
+      detail={
+        <span data-testid={`attempt-${e.execution_seq}`}>
+          {worker ? `on ${worker}` : "worker unknown"} · ran {formatDuration(e.duration_ms)}
+        </span>
+      }
+    >
+      <dl className="mt-1 grid grid-cols-3 gap-x-4 text-xs text-slate-600 tabular-nums sm:max-w-xl">
+        <div>
+          <dt className="text-slate-500">claimed</dt>
+          <dd>{e.claimed_at ? formatDateTime(e.claimed_at) : "—"}</dd>
+        </div>
+        <div>
+          <dt className="text-slate-500">started{wait ? ` (+${wait})` : ""}</dt>
+          <dd>{e.started_at ? formatDateTime(e.started_at) : "—"}</dd>
+        </div>
+        <div>
+          <dt className="text-slate-500">finished</dt>
+          <dd>{formatDateTime(e.finished_at)}</dd>
+        </div>
+      </dl>
+      {e.error && (
+        <pre className="mt-2 rounded bg-rose-50 p-2 font-mono text-xs whitespace-pre-wrap text-rose-800">{e.error}</pre>
+      )}
+      {e.traceback && (
+        <details className="mt-1 text-xs" data-testid={`attempt-traceback-${e.execution_seq}`}>
+          <summary className="cursor-pointer text-slate-600 hover:text-slate-900">Traceback</summary>
+          <pre
+            className="mt-1 max-h-64 overflow-auto rounded bg-slate-50 p-2 font-mono whitespace-pre text-slate-800"
+            tabIndex={0}
+          >
+            {e.traceback}
+          </pre>
+        </details>
+      )}
+    </TimelineMark>
+  );
+}
+
+/** Why a job that has not run yet is waiting. The flow-control work adds
+ * `GET …/jobs/{job_id}/explain` (fair shares, concurrency keys, rate limits); until then this
+ * says what the job's own fields tell. */
+function WhyWaiting({ job, now, paused }: { job: JobDetail; now: number; paused: boolean }) {
+  const reasons: string[] = [];
+  if (paused) reasons.push(`its queue ${job.queue_name} is paused: no worker claims from it until it is resumed`);
+  if (job.status === "waiting") {
+    reasons.push(
+      `waits for ${job.pending_dependencies} job${job.pending_dependencies === 1 ? "" : "s"} it depends on to complete`,
+    );
+  } else if (job.status === "scheduled") {
+    reasons.push(`scheduled: becomes claimable ${formatRelative(job.run_at, now)} (${formatDateTime(job.run_at)})`);
+  } else if (!paused) {
+    reasons.push("queued: claimable now, waiting for a worker with a free slot on its queue");
+  }
+  return (
+    <Card title="Why is it waiting?" testId="job-explain">
+      <ul className="list-disc space-y-1 pl-5 text-sm text-slate-700">
+        {reasons.map((r) => (
+          <li key={r}>{r}</li>
+        ))}
+      </ul>
+    </Card>
+  );
+}
+
+/** The log box keeps to the bottom while new lines arrive, unless the reader scrolled up. */
+function LogBox({ count, children }: { count: number; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const pinned = useRef(true);
+  useEffect(() => {
+    const el = ref.current;
+    if (el && pinned.current) el.scrollTop = el.scrollHeight;
+  }, [count]);
+  return (
+    <div
+      ref={ref}
+      onScroll={(e) => {
+        const el = e.currentTarget;
+        pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 8;
+      }}
+      className="max-h-80 overflow-auto font-mono text-xs"
+      tabIndex={0}
+      role="log"
+      aria-label="Log lines"
+    >
+      {children}
+    </div>
   );
 }
 

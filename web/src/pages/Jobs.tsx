@@ -5,7 +5,8 @@ import { type FormEvent, useEffect, useState } from "react";
 
 import { api, unwrap } from "../api/client";
 import { ApiError } from "../api/errors";
-import { POLL_MS, useAction, useLive } from "../api/hooks";
+import { pollInterval, useAction, useLive } from "../api/hooks";
+import { useLiveStatus } from "../api/live";
 import { JOB_STATUSES, type JobPublic, type JobStatus } from "../api/types";
 import { useProjectId, useSession } from "../lib/session";
 import { formatDateTime, formatRelative } from "../lib/time";
@@ -51,6 +52,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
   const { can } = useSession();
   const navigate = useNavigate();
   const now = useNow(5000);
+  const liveStatus = useLiveStatus();
   const [enqueueOpen, setEnqueueOpen] = useState(false);
   const [text, setText] = useState(search.q ?? "");
   useEffect(() => setText(search.q ?? ""), [search.q]);
@@ -84,7 +86,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
         }),
       ),
     getNextPageParam: (last) => last.next_cursor ?? undefined,
-    refetchInterval: POLL_MS,
+    refetchInterval: pollInterval(liveStatus),
     placeholderData: keepPreviousData,
   });
   const rows = jobs.data?.pages.flatMap((p) => p.items);
@@ -145,7 +147,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
     <div data-testid="page-jobs">
       <PageHeader
         title="Jobs"
-        description="Filter, search and inspect jobs; the list refreshes every 2 seconds."
+        description="Filter, search and inspect jobs; the list updates live."
         actions={
           can("member") && (
             <Button variant="primary" data-testid="enqueue-open" onClick={() => setEnqueueOpen(true)}>

@@ -17,13 +17,16 @@ import { ChartsPanel } from "./ChartsPanel";
 
 export function OverviewPage() {
   const projectId = useProjectId();
-  const overview = useLive(["overview", projectId], () =>
-    unwrap(api.GET("/api/v1/projects/{project_id}/overview", { params: { path: { project_id: projectId } } })),
+  // Health (scheduler lag, oldest job) moves without an event: a slow poll while live.
+  const overview = useLive(
+    ["overview", projectId],
+    () => unwrap(api.GET("/api/v1/projects/{project_id}/overview", { params: { path: { project_id: projectId } } })),
+    { liveInterval: 10_000 },
   );
   const data = overview.data;
   return (
     <div data-testid="page-overview">
-      <PageHeader title="Overview" description="The project at a glance, refreshed every 2 seconds." />
+      <PageHeader title="Overview" description="The project at a glance, updated live." />
       {overview.error && !data ? (
         <Card>
           <ErrorState error={overview.error} onRetry={() => void overview.refetch()} />

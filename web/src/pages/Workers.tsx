@@ -1,7 +1,7 @@
 import { createColumnHelper } from "@tanstack/react-table";
 
 import { api, unwrap } from "../api/client";
-import { useLive } from "../api/hooks";
+import { POLL_MS, useLive } from "../api/hooks";
 import type { WorkerPublic } from "../api/types";
 import { formatDateTime, formatRelative, formatSpan, formatUptime } from "../lib/time";
 import { useNow } from "../lib/useNow";
@@ -17,7 +17,12 @@ const LIVE = new Set(["active", "draining"]);
 
 export function WorkersPage() {
   const now = useNow(1000);
-  const workers = useLive(["workers"], () => unwrap(api.GET("/api/v1/workers", { params: { query: { limit: 200 } } })));
+  // Heartbeats and in-flight counts change without an event: keep polling while live too.
+  const workers = useLive(
+    ["workers"],
+    () => unwrap(api.GET("/api/v1/workers", { params: { query: { limit: 200 } } })),
+    { liveInterval: POLL_MS },
+  );
   // Uptime and heartbeat age come from the server (no clock skew); live workers tick on from
   // the moment of the last answer, dead ones stay frozen at the server's figure.
   const sinceFetch = Math.max(0, (now - workers.dataUpdatedAt) / 1000);

@@ -1,0 +1,362 @@
+"""Live events for the dashboard: ONE LISTEN connection per API process, fanned out in memory.
+
+The database announces changes on the `codity_events` channel (statement-level triggers,
+migration 0003: one notification per statement, summarising the jobs it moved per queue and
+new status; worker up/down; queue paused/resumed). The hub:
+
+1. listens on its own connection (never one per browser) and appends each payload to a
+   bounded inbox (the notification callback does nothing else);
+2. every `flush_s` (0.25 s) drains the inbox, maps queues and workers to their projects (a
+   small cache, refreshed from the database on a miss), and merges everything that happened to
+   a project into one summary: jobs per queue and status, up to `MAX_JOB_IDS` job ids,
+   workers and queues that changed; at most 1/flush_s messages per project, whatever the load;
+3. puts each project's summary into the mailbox of every subscriber of THAT project only.
+
+Memory is bounded everywhere: the inbox holds at most `INBOX_LIMIT` payloads, a summary at most
+`MAX_JOB_IDS` ids, and a mailbox `MAILBOX_SIZE` messages. A subscriber too slow to keep up
+(its mailbox full) loses its backlog and gets one `resync` ("refetch everything") instead;
+so does everyone after an inbox overflow or a lost LISTEN connection (notifications sent
+while it was away are gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import structlog
+
+from codity.db.pool import connect
+from codity.db.queries import sql
+from codity.db.reconnect import Backoff, is_transient, sleep_or_stop
+
+log = structlog.get_logger("codity.api.events")
+
+CHANNEL = "codity_events"
+#: How often summaries go out: at most 1/FLUSH_S messages per project per second.
+FLUSH_S = 0.25
+#: Payloads waiting for the next flush; past this, everything is dropped and everyone resyncs.
+INBOX_LIMIT = 10_000
+#: Messages a subscriber may have waiting before it is told to resync instead.
+MAILBOX_SIZE = 16
+#: Job ids a summary names (enough for the rows on screen; the rest is "refetch").
+MAX_JOB_IDS = 50
+#: Queue -> project entries kept (queues are few; a bound all the same).
+CACHE_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event: `event: <kind>` and its JSON `data`."""
+
+    kind: str
+    data: dict[str, Any]
+
+    def encode(self) -> bytes:
+        return (
+            f"event: {self.kind}\ndata: {json.dumps(self.data, separators=(',', ':'))}\n\n".encode()
+        )
+
+
+RESYNC = "resync"
+
+
+class Subscription:
+    """A browser's mailbox: the hub puts, the response stream takes."""
+
+    def __init__(self, project_id: UUID) -> None:
+        self.project_id = project_id
+        self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=MAILBOX_SIZE)
+        self.dropped = 0
+
+    def offer(self, event: Event) -> None:
+        """Never blocks: a full mailbox is emptied and replaced by one resync."""
+        try:
+            self._queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            while not self._queue.empty():
+                self._queue.get_nowait()
+            self._queue.put_nowait(Event(RESYNC, {"reason": "too slow: messages were dropped"}))
+
+    async def next(self, timeout_s: float) -> Event | None:
+        """The next event, or None after `timeout_s` (time for a keep-alive)."""
+        try:
+            return await asyncio.wait_for(self._queue.get(), timeout_s)
+        except TimeoutError:
+            return None
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize()
+
+
+@dataclass
+class _Summary:
+    """Everything that happened to one project since the last flush."""
+
+    changes: int = 0
+    queues: dict[str, dict[str, int]] = field(default_factory=dict)
+    job_ids: list[int] = field(default_factory=list)
+    truncated: bool = False
+    workers: dict[str, str] = field(default_factory=dict)
+    paused: dict[str, bool] = field(default_factory=dict)
+    refresh_all: bool = False
+
+    def add_jobs(self, queue_id: str, status: str, n: int, ids: list[int]) -> None:
+        self.changes += n
+        per_status = self.queues.setdefault(queue_id, {})
+        per_status[status] = per_status.get(status, 0) + n
+        room = MAX_JOB_IDS - len(self.job_ids)
+        if len(ids) > room or len(ids) < n:
+            self.truncated = True
+        self.job_ids.extend(ids[: max(0, room)])
+
+    def events(self) -> list[Event]:
+        out = []
+        if self.changes or self.refresh_all:
+            out.append(
+                Event(
+                    "jobs",
+                    {
+                        "changes": self.changes,
+                        "queues": self.queues,
+                        "job_ids": sorted(set(self.job_ids)),
+                        "truncated": self.truncated or self.refresh_all,
+                    },
+                )
+            )
+        if self.workers:
+            out.append(
+                Event(
+                    "workers",
+                    {"workers": [{"id": k, "status": v} for k, v in self.workers.items()]},
+                )
+            )
+        if self.paused:
+            out.append(
+                Event(
+                    "queues",
+                    {"queues": [{"id": k, "is_paused": v} for k, v in self.paused.items()]},
+                )
+            )
+        return out
+
+
+class EventHub:
+    def __init__(self, database_url: str, pool: Any, *, flush_s: float = FLUSH_S) -> None:
+        self.database_url = database_url
+        self.pool = pool
+        self.flush_s = flush_s
+        self._subscribers: dict[UUID, set[Subscription]] = {}
+        self._inbox: deque[str] = deque()
+        self._overflowed = False
+        self._queue_projects: dict[str, UUID] = {}
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.listening = asyncio.Event()
+        #: Counters for the benchmark and the logs.
+        self.notifications = 0
+        self.sent = 0
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._listen_forever(), name="events-listen"),
+            asyncio.create_task(self._flush_forever(), name="events-flush"),
+        ]
+
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # --- subscribers -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def subscribe(self, project_id: UUID) -> Iterator[Subscription]:
+        sub = Subscription(project_id)
+        self._subscribers.setdefault(project_id, set()).add(sub)
+        try:
+            yield sub
+        finally:
+            subs = self._subscribers.get(project_id)
+            if subs is not None:
+                subs.discard(sub)
+                if not subs:
+                    del self._subscribers[project_id]
+
+    @property
+    def subscriber_count(self) -> int:
+        return sum(len(s) for s in self._subscribers.values())
+
+    def _resync_everyone(self, reason: str) -> None:
+        for subs in self._subscribers.values():
+            for sub in subs:
+                sub.offer(Event(RESYNC, {"reason": reason}))
+
+    # --- the LISTEN connection ---------------------------------------------------------------
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self.notifications += 1
+        if len(self._inbox) >= INBOX_LIMIT:
+            self._inbox.clear()
+            self._overflowed = True
+        self._inbox.append(payload)
+
+    async def _listen_forever(self) -> None:
+        backoff = Backoff()
+        first = True
+        while not self._stop.is_set():
+            conn: asyncpg.Connection[Any] | None = None
+            try:
+                conn = await connect(self.database_url, application_name="codity-api-events")
+                lost = asyncio.Event()
+                conn.add_termination_listener(lambda _c, lost=lost: lost.set())
+                await conn.add_listener(CHANNEL, self._on_notify)
+                if not first:
+                    # Whatever was announced while we were away is gone: refetch.
+                    self._resync_everyone("live updates reconnected")
+                    log.info("events listener reconnected")
+                first = False
+                backoff.reset()
+                self.listening.set()
+                while not self._stop.is_set() and not lost.is_set():
+                    # A cheap round trip now and then notices a dead TCP connection.
+                    if await sleep_or_stop(5.0, self._stop):
+                        break
+                    if not lost.is_set():
+                        await conn.execute("SELECT 1")
+            except Exception as exc:
+                if not is_transient(exc):
+                    log.error("events listener failed", exc_info=exc)
+                else:
+                    log.warning("events listener lost the database", error=str(exc))
+            finally:
+                self.listening.clear()
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(conn.close(), 2)
+            if not self._stop.is_set():
+                await sleep_or_stop(backoff.next_delay(), self._stop)
+
+    # --- flushing --------------------------------------------------------------------------
+
+    async def _flush_forever(self) -> None:
+        while not self._stop.is_set():
+            if await sleep_or_stop(self.flush_s, self._stop):
+                return
+            try:
+                await self.flush()
+            except Exception as exc:  # a flush must never kill the hub
+                log.warning("events flush failed", error=str(exc))
+
+    async def flush(self) -> None:
+        if self._overflowed:
+            self._overflowed = False
+            self._resync_everyone("too many changes at once")
+        if not self._inbox:
+            return
+        payloads = list(self._inbox)
+        self._inbox.clear()
+        if not self._subscribers:
+            return  # nobody listens: nothing to resolve or build
+        parsed = [_parse(p) for p in payloads]
+        summaries = await self._summarise([p for p in parsed if p is not None])
+        for project_id, summary in summaries.items():
+            subs = self._subscribers.get(project_id)
+            if not subs:
+                continue
+            for event in summary.events():
+                for sub in list(subs):
+                    sub.offer(event)
+                    self.sent += 1
+
+    async def _summarise(self, messages: list[dict[str, Any]]) -> dict[UUID, _Summary]:
+        summaries: dict[UUID, _Summary] = {}
+        everything = any(m.get("t") == "j" and m.get("c") == "*" for m in messages)
+        queue_ids = {
+            str(group[0])
+            for m in messages
+            if m.get("t") == "j" and isinstance(m.get("c"), list)
+            for group in m["c"]
+        }
+        await self._learn_queues(queue_ids - self._queue_projects.keys())
+        worker_ids = [str(m["w"]) for m in messages if m.get("t") == "w" and "w" in m]
+        worker_projects = await self._worker_projects(worker_ids) if worker_ids else {}
+
+        def summary(project_id: UUID) -> _Summary:
+            return summaries.setdefault(project_id, _Summary())
+
+        if everything:
+            for project_id in self._subscribers:
+                summary(project_id).refresh_all = True
+        for m in messages:
+            kind = m.get("t")
+            if kind == "j" and isinstance(m.get("c"), list):
+                for queue_id, status, n, ids in m["c"]:
+                    project = self._queue_projects.get(str(queue_id))
+                    if project is not None:
+                        summary(project).add_jobs(
+                            str(queue_id), str(status), int(n), list(ids or [])
+                        )
+            elif kind == "w":
+                for project in worker_projects.get(str(m.get("w")), ()):
+                    summary(project).workers[str(m["w"])] = str(m.get("s"))
+            elif kind == "q" and m.get("p"):
+                with contextlib.suppress(ValueError):
+                    summary(UUID(str(m["p"]))).paused[str(m["q"])] = bool(m.get("paused"))
+        return summaries
+
+    async def _learn_queues(self, unknown: set[str]) -> None:
+        if not unknown:
+            return
+        if len(self._queue_projects) > CACHE_LIMIT:
+            self._queue_projects.clear()
+        rows = await self.pool.fetch(sql("event_queue_projects"), sorted(unknown))
+        for r in rows:
+            self._queue_projects[str(r["id"])] = r["project_id"]
+
+    async def _worker_projects(self, worker_ids: list[str]) -> dict[str, set[UUID]]:
+        rows = await self.pool.fetch(sql("event_worker_projects"), sorted(set(worker_ids)))
+        out: dict[str, set[UUID]] = {}
+        for r in rows:
+            out.setdefault(str(r["worker_id"]), set()).add(r["project_id"])
+        return out
+
+
+def _parse(payload: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def stream(
+    sub: Subscription, *, keepalive_s: float, max_s: float, flush_ms: int
+) -> AsyncIterator[bytes]:
+    """The bytes of one event stream: a hello, then events, keep-alive comments while quiet,
+    and a `bye` when the stream's lifetime is up (the client reconnects, re-authenticating)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_s
+    yield b"retry: 2000\n\n"
+    yield Event("hello", {"project_id": str(sub.project_id), "flush_ms": flush_ms}).encode()
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            yield Event("bye", {"reason": "stream lifetime reached; reconnect"}).encode()
+            return
+        event = await sub.next(min(keepalive_s, remaining))
+        yield b": keep-alive\n\n" if event is None else event.encode()

@@ -1,0 +1,216 @@
+"""The console's benchmarks behind `codity bench events` (and the events rows of the report).
+
+- event cost: the drain benchmark (`benchmarks.throughput`) with the live-events triggers and
+  without them (dropped in that run's scratch database), alternating, so the hot path's price
+  for the dashboard's live updates is a ratio of two medians measured side by side.
+- fan-out: the API in this process under uvicorn with N open event streams on one project,
+  while jobs change state R times a second (enqueue batches, one statement each): messages per
+  stream per second, delivery delay, the hub's largest mailbox, and the process's memory
+  sampled every second (it must stay flat: bounded memory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import statistics
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from codity import core
+from codity.cli import benchmarks
+
+#: Jobs per enqueue statement in the fan-out load (R changes/s = R / BATCH statements/s).
+LOAD_BATCH = 100
+
+
+@dataclass(frozen=True)
+class EventCost:
+    with_events: float
+    without_events: float
+
+    @property
+    def cost_percent(self) -> float:
+        return (1 - self.with_events / self.without_events) * 100 if self.without_events else 0.0
+
+
+@dataclass(frozen=True)
+class FanOut:
+    streams: int
+    changes_per_s: float
+    seconds: float
+    messages_per_stream_per_s: float
+    delay_p50_ms: float
+    delay_p95_ms: float
+    rss_start_mb: float
+    rss_end_mb: float
+    rss_max_mb: float
+    max_backlog: int
+    resyncs: int
+
+
+def _rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def fan_out(server_url: str, streams: int, rate: float, seconds: float) -> FanOut:
+    import uvicorn
+
+    from codity.api.app import create_app
+    from codity.api.tokens import issue_access_token
+    from codity.domain.states import MemberRole
+    from codity.settings import Settings
+
+    async with benchmarks.scratch_database(server_url) as url:
+        settings = Settings(
+            _env_file=None,
+            DATABASE_URL=url,
+            CODITY_ENV="test",
+            JWT_SECRET="bench-" + "x" * 40,
+            JWT_REFRESH_SECRET="bench-refresh-" + "y" * 40,
+            EVENTS_STREAM_MAX_S=3600,
+        )
+        app = create_app(settings)
+        port = _free_port()
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        )
+        serving = asyncio.create_task(server.serve())
+        while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+            await asyncio.sleep(0.02)
+        pool = app.state.pool
+        hub = app.state.events
+        try:
+            await asyncio.wait_for(hub.listening.wait(), 10)
+            queue_id = await benchmarks._make_queue(pool)
+            project_id, org_id = await pool.fetchrow(
+                "SELECT q.project_id, p.org_id FROM queues q JOIN projects p ON p.id = q.project_id "
+                "WHERE q.id = $1",
+                queue_id,
+            )
+            user_id = await pool.fetchval(
+                "INSERT INTO users (email, password_hash) VALUES ('bench@example.test', 'x') RETURNING id"
+            )
+            await pool.execute(
+                "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'viewer')",
+                org_id,
+                user_id,
+            )
+            token = issue_access_token(
+                settings, user_id=user_id, org_id=org_id, role=MemberRole.VIEWER
+            )
+            received = [0] * streams
+            resyncs = [0]
+            delays: list[float] = []
+            sent_at: dict[int, float] = {}
+            limits = httpx.Limits(max_connections=streams + 10)
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=httpx.Timeout(60.0)
+            ) as client:
+                ready = asyncio.Event()
+                opened = [0]
+
+                async def browser(i: int) -> None:
+                    url = f"/api/v1/projects/{project_id}/events"
+                    async with client.stream(
+                        "GET", url, headers={"Authorization": f"Bearer {token}"}
+                    ) as response:
+                        kind = ""
+                        async for line in response.aiter_lines():
+                            if line.startswith("event: "):
+                                kind = line[7:]
+                                if kind == "hello":
+                                    opened[0] += 1
+                                    if opened[0] == streams:
+                                        ready.set()
+                                elif kind == "jobs":
+                                    received[i] += 1
+                                elif kind == "resync":
+                                    resyncs[0] += 1
+                            elif line.startswith("data: ") and kind == "jobs" and i == 0:
+                                # One stream measures delivery delay: newest id named -> its batch.
+                                ids = line.split('"job_ids":[', 1)[1].split("]", 1)[0]
+                                if ids:
+                                    newest = int(ids.split(",")[-1])
+                                    for first, t in list(sent_at.items()):
+                                        if first <= newest < first + LOAD_BATCH:
+                                            delays.append(time.monotonic() - t)
+                                            del sent_at[first]
+
+                readers = [asyncio.create_task(browser(i)) for i in range(streams)]
+                await asyncio.wait_for(ready.wait(), 60)
+                rss = [_rss_mb()]
+                backlog = [0]
+                start_counts = sum(received)
+                started = time.monotonic()
+                interval = LOAD_BATCH / rate
+                batches = int(seconds * rate / LOAD_BATCH)
+                jobs = [core.NewJob("noop")] * LOAD_BATCH
+
+                async def sampler() -> None:
+                    while True:
+                        await asyncio.sleep(1)
+                        rss.append(_rss_mb())
+
+                sampling = asyncio.create_task(sampler())
+                for n in range(batches):
+                    result = await core.enqueue_many(pool, queue_id, jobs)
+                    sent_at[result[0].id] = time.monotonic()
+                    backlog[0] = max(
+                        backlog[0],
+                        max(
+                            (s.backlog for subs in hub._subscribers.values() for s in subs),
+                            default=0,
+                        ),
+                    )
+                    await asyncio.sleep(max(0.0, started + (n + 1) * interval - time.monotonic()))
+                elapsed = time.monotonic() - started
+                await asyncio.sleep(1)  # the last flush
+                sampling.cancel()
+                for r in readers:
+                    r.cancel()
+                for r in readers:
+                    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+                        await r
+            ordered = sorted(delays) or [0.0]
+            return FanOut(
+                streams=streams,
+                changes_per_s=batches * LOAD_BATCH / elapsed,
+                seconds=elapsed,
+                messages_per_stream_per_s=(sum(received) - start_counts) / streams / elapsed,
+                delay_p50_ms=benchmarks.percentile(ordered, 0.5) * 1000,
+                delay_p95_ms=benchmarks.percentile(ordered, 0.95) * 1000,
+                rss_start_mb=rss[0],
+                rss_end_mb=rss[-1],
+                rss_max_mb=max(rss),
+                max_backlog=backlog[0],
+                resyncs=resyncs[0],
+            )
+        finally:
+            server.should_exit = True
+            await asyncio.wait_for(serving, 30)
+
+
+def event_cost_run(server_url: str, jobs: int, workers: int, capacity: int) -> tuple[float, float]:
+    """One drain with the triggers, then one without: jobs/s of each."""
+    on = asyncio.run(benchmarks.throughput(server_url, jobs, workers, capacity)).jobs_per_s
+    off = asyncio.run(
+        benchmarks.throughput(server_url, jobs, workers, capacity, events=False)
+    ).jobs_per_s
+    return on, off
+
+
+def event_cost(runs: list[tuple[float, float]]) -> EventCost:
+    return EventCost(statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
