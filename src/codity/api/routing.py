@@ -175,8 +175,27 @@ def mount_routes(
         extra: dict[str, Any] = {}
         if route.response_model is not None:
             extra["response_model"] = route.response_model
+        responses = documented_errors(_error_statuses(route))
         if route.response_class is not None:
             extra["response_class"] = route.response_class
+            # Errors still answer the JSON envelope, not the stream's media type.
+            responses = {
+                status: {
+                    "description": spec["description"],
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/ErrorEnvelope"}
+                        }
+                    },
+                }
+                for status, spec in responses.items()
+            }
+            media_type = route.response_class.media_type
+            schema = getattr(route.response_class, "openapi_schema", {"type": "string"})
+            responses[route.status_code] = {
+                "description": "Successful Response",
+                "content": {media_type: {"schema": schema}},
+            }
         app_or_router.add_api_route(
             route.full_path,
             route.handler,
@@ -185,7 +204,7 @@ def mount_routes(
             summary=route.summary,
             status_code=route.status_code,
             tags=list(route.tags) or None,
-            responses=documented_errors(_error_statuses(route)),
+            responses=responses,
             openapi_extra={
                 SCOPE_EXTENSION: route.scope.value,
                 MIN_ROLE_EXTENSION: route.min_role.value if route.min_role else None,
