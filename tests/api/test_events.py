@@ -309,7 +309,7 @@ async def test_notifications_are_one_per_statement_not_per_job(database_url: str
         got.clear()
         claimed = await core.claim(worker_conn, worker, [queue_id], 500, 30_000)
         assert len(claimed) == 500
-        await core.heartbeat(worker_conn, worker, 30_000, 500)
+        await core.heartbeat(worker_conn, worker, 30_000, [j.fence for j in claimed], 500)
         await asyncio.sleep(0.3)
         notes = [json.loads(p) for p in got]
         assert [n["t"] for n in notes] == ["j"], notes

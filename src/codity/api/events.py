@@ -1,7 +1,7 @@
 """Live events for the dashboard: ONE LISTEN connection per API process, fanned out in memory.
 
 The database announces changes on the `codity_events` channel (statement-level triggers,
-migration 0003: one notification per statement, summarising the jobs it moved per queue and
+migration 0004: one notification per statement, summarising the jobs it moved per queue and
 new status; worker up/down; queue paused/resumed). The hub:
 
 1. listens on its own connection (never one per browser) and appends each payload to a
@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import structlog
 
+from codity.core.loop_service import LoopService
 from codity.db.pool import connect
 from codity.db.queries import sql
-from codity.db.reconnect import Backoff, is_transient, sleep_or_stop
+from codity.db.reconnect import wait_any
 
 log = structlog.get_logger("codity.api.events")
 
@@ -50,6 +50,10 @@ MAILBOX_SIZE = 16
 MAX_JOB_IDS = 50
 #: Queue -> project entries kept (queues are few; a bound all the same).
 CACHE_LIMIT = 100_000
+#: A quiet listening connection is checked this often for being closed underneath us.
+LIVENESS_CHECK_S = 5.0
+#: Pause before reconnecting a lost listener (the loop service backs off from there).
+RECONNECT_MS = 100
 
 
 @dataclass(frozen=True)
@@ -161,26 +165,28 @@ class EventHub:
         self._queue_projects: dict[str, UUID] = {}
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._listener: _Listener | None = None
+        self._flusher: _Flusher | None = None
         self.listening = asyncio.Event()
         #: Counters for the benchmark and the logs.
         self.notifications = 0
         self.sent = 0
 
-    # --- lifecycle ------------------------------------------------------------------------
+    # --- lifecycle: two loops of the project's one LoopService shape ---------------------------
 
     async def start(self) -> None:
+        self._listener = _Listener(self)
+        self._flusher = _Flusher(self)
         self._tasks = [
-            asyncio.create_task(self._listen_forever(), name="events-listen"),
-            asyncio.create_task(self._flush_forever(), name="events-flush"),
+            asyncio.create_task(self._listener.run(self._stop), name="events-listen"),
+            asyncio.create_task(self._flusher.run(self._stop), name="events-flush"),
         ]
 
     async def stop(self) -> None:
         self._stop.set()
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(task, 5)
 
     # --- subscribers -----------------------------------------------------------------------
 
@@ -206,7 +212,7 @@ class EventHub:
             for sub in subs:
                 sub.offer(Event(RESYNC, {"reason": reason}))
 
-    # --- the LISTEN connection ---------------------------------------------------------------
+    # --- the LISTEN connection --------------------------------------------------------------
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         self.notifications += 1
@@ -215,52 +221,7 @@ class EventHub:
             self._overflowed = True
         self._inbox.append(payload)
 
-    async def _listen_forever(self) -> None:
-        backoff = Backoff()
-        first = True
-        while not self._stop.is_set():
-            conn: asyncpg.Connection[Any] | None = None
-            try:
-                conn = await connect(self.database_url, application_name="codity-api-events")
-                lost = asyncio.Event()
-                conn.add_termination_listener(lambda _c, lost=lost: lost.set())
-                await conn.add_listener(CHANNEL, self._on_notify)
-                if not first:
-                    # Whatever was announced while we were away is gone: refetch.
-                    self._resync_everyone("live updates reconnected")
-                    log.info("events listener reconnected")
-                first = False
-                backoff.reset()
-                self.listening.set()
-                while not self._stop.is_set() and not lost.is_set():
-                    # A cheap round trip now and then notices a dead TCP connection.
-                    if await sleep_or_stop(5.0, self._stop):
-                        break
-                    if not lost.is_set():
-                        await conn.execute("SELECT 1")
-            except Exception as exc:
-                if not is_transient(exc):
-                    log.error("events listener failed", exc_info=exc)
-                else:
-                    log.warning("events listener lost the database", error=str(exc))
-            finally:
-                self.listening.clear()
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(conn.close(), 2)
-            if not self._stop.is_set():
-                await sleep_or_stop(backoff.next_delay(), self._stop)
-
-    # --- flushing --------------------------------------------------------------------------
-
-    async def _flush_forever(self) -> None:
-        while not self._stop.is_set():
-            if await sleep_or_stop(self.flush_s, self._stop):
-                return
-            try:
-                await self.flush()
-            except Exception as exc:  # a flush must never kill the hub
-                log.warning("events flush failed", error=str(exc))
+    # --- flushing ---------------------------------------------------------------------------
 
     async def flush(self) -> None:
         if self._overflowed:
@@ -273,7 +234,12 @@ class EventHub:
         if not self._subscribers:
             return  # nobody listens: nothing to resolve or build
         parsed = [_parse(p) for p in payloads]
-        summaries = await self._summarise([p for p in parsed if p is not None])
+        try:
+            summaries = await self._summarise([p for p in parsed if p is not None])
+        except Exception:
+            # These changes cannot be attributed (the database is away): refetch everything.
+            self._resync_everyone("live updates interrupted")
+            raise
         for project_id, summary in summaries.items():
             subs = self._subscribers.get(project_id)
             if not subs:
@@ -334,6 +300,57 @@ class EventHub:
         for r in rows:
             out.setdefault(str(r["worker_id"]), set()).add(r["project_id"])
         return out
+
+
+class _Listener(LoopService):
+    """One iteration = one connection's life: connect, LISTEN, wait until it is lost or the API
+    stops. The loop service reconnects with backoff; after a reconnection every subscriber is
+    told to resync, since notifications sent meanwhile are gone."""
+
+    name = "events-listen"
+
+    def __init__(self, hub: EventHub) -> None:
+        super().__init__(None, interval_ms=RECONNECT_MS)
+        self.hub = hub
+        self._lost_before = False
+
+    async def run_once(self) -> bool:
+        conn = await connect(self.hub.database_url, application_name="codity-api-events")
+        try:
+            await conn.add_listener(CHANNEL, self.hub._on_notify)
+            lost = asyncio.Event()
+            conn.add_termination_listener(lambda _c: lost.set())
+            if self._lost_before:
+                self.hub._resync_everyone("live updates reconnected")
+                log.info("events listener reconnected")
+            self.hub.listening.set()
+            while not self.stopping.is_set() and not lost.is_set() and not conn.is_closed():
+                await wait_any(self.stopping, lost, timeout_s=LIVENESS_CHECK_S)
+                if not lost.is_set() and not conn.is_closed() and not self.stopping.is_set():
+                    await conn.execute("SELECT 1")  # notices a dead TCP connection
+        finally:
+            self.hub.listening.clear()
+            if not conn.is_closed():
+                try:
+                    await asyncio.wait_for(conn.close(), timeout=2)
+                except Exception:
+                    conn.terminate()
+        if not self.stopping.is_set():
+            self._lost_before = True
+            log.warning("events listener lost its connection; reconnecting")
+        return False
+
+
+class _Flusher(LoopService):
+    name = "events-flush"
+
+    def __init__(self, hub: EventHub) -> None:
+        super().__init__(None, interval_ms=max(1, int(hub.flush_s * 1000)))
+        self.hub = hub
+
+    async def run_once(self) -> bool:
+        await self.hub.flush()
+        return False
 
 
 def _parse(payload: str) -> dict[str, Any] | None:

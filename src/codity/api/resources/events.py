@@ -8,6 +8,7 @@ delivers a project's summaries only to that project's subscribers.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any, ClassVar
 
 from fastapi import Request
 from starlette.responses import StreamingResponse
@@ -25,7 +26,7 @@ KEEPALIVE_S = 15.0
 class EventStreamResponse(StreamingResponse):
     media_type = "text/event-stream"
     #: Each server-sent event, as OpenAPI describes one (schemathesis checks every event).
-    openapi_schema = {
+    openapi_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "event": {
