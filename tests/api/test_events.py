@@ -167,7 +167,7 @@ async def test_job_changes_arrive_coalesced_per_queue_and_status(server: Server)
         before = len(stream.of("jobs"))
         started = time.monotonic()
         for job in jobs[:100]:
-            await core.cancel_job(server.pool, job.id)
+            await core.cancel_job(server.pool, api.project_id, job.id)
 
         def cancelled() -> int:
             return sum(
@@ -188,7 +188,7 @@ async def test_another_tenants_events_never_arrive(server: Server) -> None:
     bob_queue = uuid.UUID((await bob.queue("mine"))["id"])
     async with subscribe(alice) as alice_stream, subscribe(bob) as bob_stream:
         await core.enqueue_many(server.pool, alice_queue, [core.NewJob("noop")] * 5)
-        await core.pause_queue(server.pool, alice_queue)
+        await core.pause_queue(server.pool, alice.project_id, alice_queue)
         await alice_stream.wait_for(lambda k, d: k == "queues")
         await alice_stream.wait_for(lambda k, d: k == "jobs")
         # Bob's own change afterwards proves his stream is alive and was flushed meanwhile.
@@ -218,11 +218,11 @@ async def test_workers_up_and_down_and_queues_paused_and_resumed(server: Server)
         await stream.wait_for(
             lambda k, d: k == "workers" and {"id": str(worker_id), "status": "dead"} in d["workers"]
         )
-        await core.pause_queue(server.pool, queue_id)
+        await core.pause_queue(server.pool, api.project_id, queue_id)
         await stream.wait_for(
             lambda k, d: k == "queues" and {"id": str(queue_id), "is_paused": True} in d["queues"]
         )
-        await core.resume_queue(server.pool, queue_id)
+        await core.resume_queue(server.pool, api.project_id, queue_id)
         await stream.wait_for(
             lambda k, d: k == "queues" and {"id": str(queue_id), "is_paused": False} in d["queues"]
         )
