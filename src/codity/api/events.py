@@ -1,7 +1,7 @@
 """Live events for the dashboard: ONE LISTEN connection per API process, fanned out in memory.
 
 The database announces changes on the `codity_events` channel (statement-level triggers,
-migration 0004: one notification per statement, summarising the jobs it moved per queue and
+migration 0005: one notification per statement, summarising the jobs it moved per queue and
 new status; worker up/down; queue paused/resumed). The hub:
 
 1. listens on its own connection (never one per browser) and appends each payload to a

@@ -126,7 +126,7 @@ async def _completed(pool: asyncpg.Pool[Any]) -> int:
     return count
 
 
-#: The live-events triggers (migration 0004); `events=False` drops them to measure their cost.
+#: The live-events triggers (migration 0005); `events=False` drops them to measure their cost.
 EVENT_TRIGGERS = (
     ("jobs_events_insert", "jobs"),
     ("jobs_events_update", "jobs"),
