@@ -58,3 +58,38 @@ async def test_points_come_from_the_rollups_not_from_jobs(database_url: str) -> 
 
         assert_error(await api.get("/charts", params={"window": "2h"}), 422, "validation_error")
         assert_error(await api.get("/charts", params={"queue": "nope"}), 404, "queue_not_found")
+
+
+async def test_a_bucket_whose_coarse_row_is_not_written_yet_counts_its_minutes(
+    database_url: str,
+) -> None:
+    """Just after a quarter closes, its quarter row waits for its last minute to settle; the
+    24 h chart must show that quarter from its minute rows meanwhile (it once read nothing,
+    and the API test above flaked when it ran within seconds after a quarter hour)."""
+    from codity.api.schemas.charts import ChartWindow
+    from codity.api.stores.charts import read_charts
+
+    async with project_api(database_url) as api:
+        queue_id = uuid.UUID((await api.queue("edge"))["id"])
+        quarter = datetime(2026, 3, 1, 9, 45, tzinfo=UTC)
+        await make_rollup_state(api.pool, quarter)
+        for m in range(14):  # 09:45 .. 09:58 rolled up; 09:59 not settled yet at 10:00:02
+            at = quarter + timedelta(minutes=m, seconds=1)
+            await make_finished_attempt(
+                api.pool, queue_id, run_at=at, started_at=at, finished_at=at
+            )
+        now = quarter + timedelta(minutes=15, seconds=2)
+        while (await core.rollup_stats(api.pool, now)).minute is not None:
+            pass
+        assert not await api.pool.fetchval("SELECT count(*) FROM queue_stats WHERE grain = 15")
+        charts = await read_charts(api.pool, api.project_id, ChartWindow.DAY, now, None)
+        assert sum(p.completed for p in charts.queue) == 14
+        # Once the quarter row exists, its minutes are not counted a second time.
+        at = quarter + timedelta(minutes=14, seconds=1)
+        await make_finished_attempt(api.pool, queue_id, run_at=at, started_at=at, finished_at=at)
+        later = now + timedelta(seconds=10)
+        while (await core.rollup_stats(api.pool, later)).minute is not None:
+            pass
+        assert await api.pool.fetchval("SELECT count(*) FROM queue_stats WHERE grain = 15") == 1
+        charts = await read_charts(api.pool, api.project_id, ChartWindow.DAY, later, None)
+        assert sum(p.completed for p in charts.queue) == 15

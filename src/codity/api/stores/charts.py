@@ -79,18 +79,20 @@ async def read_charts(
     grain, count = WINDOWS[window]
     last = bucket_start(now, grain)
     start = last - timedelta(minutes=grain * (count - 1))
-    args = (project_id, queue_id, grain, start, last)
+    args = (project_id, queue_id, grain, start, last, last - timedelta(minutes=grain))
     slots = [start + timedelta(minutes=grain * i) for i in range(count)]
 
     queue: dict[datetime, _Acc] = defaultdict(_Acc)
-    for r in await conn.fetch(sql("chart_queue_rows"), *args):
+    for r in _usable(await conn.fetch(sql("chart_queue_rows"), *args), grain, "queue_id"):
         acc = queue[bucket_start(r["bucket"], grain)]
         acc.add(r, r["wait_hist"])
         acc.sample(r["queue_id"], r["bucket"], r["depth"], r["running"])
 
     handlers: dict[tuple[UUID, str], dict[datetime, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     names: dict[UUID, str] = {}
-    for r in await conn.fetch(sql("chart_handler_rows"), *args):
+    for r in _usable(
+        await conn.fetch(sql("chart_handler_rows"), *args), grain, "queue_id", "handler"
+    ):
         names[r["queue_id"]] = r["queue_name"]
         handlers[(r["queue_id"], r["handler"])][bucket_start(r["bucket"], grain)].add(
             r, r["run_hist"]
@@ -98,7 +100,9 @@ async def read_charts(
 
     workers: dict[UUID, dict[datetime, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     info: dict[UUID, Any] = {}
-    for r in await conn.fetch(sql("chart_worker_rows"), *args):
+    for r in _usable(
+        await conn.fetch(sql("chart_worker_rows"), *args), grain, "queue_id", "worker_id"
+    ):
         info[r["worker_id"]] = r
         acc = workers[r["worker_id"]][bucket_start(r["bucket"], grain)]
         acc.add(r)
@@ -128,6 +132,20 @@ async def read_charts(
             )
         ],
     )
+
+
+def _usable(rows: Sequence[Any], grain: int, *key: str) -> list[Any]:
+    """The rows to add up: a bucket's coarse row when it has one, else its minute rows (a
+    bucket whose last minute is not rolled up yet). Never both: that would count twice."""
+    if grain == 1:
+        return list(rows)
+    coarse = {(*(r[k] for k in key), r["bucket"]) for r in rows if r["grain"] == grain}
+    return [
+        r
+        for r in rows
+        if r["grain"] == grain
+        or (*(r[k] for k in key), bucket_start(r["bucket"], grain)) not in coarse
+    ]
 
 
 def _queue_point(at: datetime, acc: _Acc | None) -> QueuePoint:
