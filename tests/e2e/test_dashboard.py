@@ -46,12 +46,19 @@ def test_pause_and_resume_emails(new_page) -> None:
     state = page.get_by_test_id("queue-state-emails")
     expect(state).to_have_text("active")
     page.get_by_test_id("pause-emails").click()
+    # Every state change asks first; Cancel changes nothing.
+    expect(page.get_by_test_id("queue-confirm")).to_contain_text("Workers stop claiming")
+    page.get_by_role("button", name="Cancel").click()
+    expect(state).to_have_text("active")
+    page.get_by_test_id("pause-emails").click()
+    page.get_by_test_id("queue-confirm-submit").click()
     expect(state).to_have_text("paused")
     # Survives a reload: the server holds the state, not the page.
     page.reload()
     expect(page.get_by_test_id("queue-state-emails")).to_have_text("paused")
     screenshot(page, "queues")
     page.get_by_test_id("resume-emails").click()
+    page.get_by_test_id("queue-confirm-submit").click()
     expect(page.get_by_test_id("queue-state-emails")).to_have_text("active")
     # The queue's last hour: throughput and wait/run percentiles from /stats.
     page.get_by_test_id("stats-reports").click()
@@ -148,6 +155,8 @@ def test_viewer_sees_no_mutating_controls_and_the_api_refuses_them(new_page) -> 
     expect(page.get_by_test_id("current-role")).to_have_text("viewer")
     expect(page.get_by_test_id("queue-row-emails")).to_be_visible()
     expect(page.get_by_test_id("pause-emails")).to_have_count(0)
+    expect(page.get_by_test_id("drain-emails")).to_have_count(0)
+    expect(page.get_by_test_id("edit-emails")).to_have_count(0)
     expect(page.get_by_test_id("new-queue")).to_have_count(0)
     screenshot(page, "queues-viewer")
     # The API refuses it anyway: the viewer's own token, straight at the pause endpoint.
@@ -494,3 +503,34 @@ def test_when_the_stream_drops_the_screen_polls_and_says_so(new_page) -> None:
     assert len(polls) >= 2, polls  # the 2 s fallback is running
     page.unroute("**/events")
     expect(status).to_have_attribute("data-status", "live", timeout=20_000)
+
+
+def test_edit_a_queue_then_drain_it_until_it_pauses_itself(new_page) -> None:
+    """Priority, limit and retry policy from the edit dialog; drain with confirmation: the
+    queue refuses new jobs, finishes its own, and the scheduler pauses it."""
+    page: Page = new_page()
+    login(page, path="/queues")
+    _api_call(page, "POST", "/queues", {"name": "e2e-drain"})
+    page.reload()
+    page.get_by_test_id("edit-e2e-drain").click()
+    page.get_by_test_id("queue-priority").fill("7")
+    page.get_by_test_id("queue-limit").fill("3")
+    page.get_by_test_id("queue-save").click()
+    expect(page.get_by_test_id("queue-dialog")).to_have_count(0)
+    queue = next(
+        q for q in _api_call(page, "GET", "/queues?limit=200")["items"] if q["name"] == "e2e-drain"
+    )
+    assert (queue["priority"], queue["concurrency_limit"]) == (7, 3)
+    _api_call(
+        page, "POST", "/jobs", {"queue": "e2e-drain", "handler": "sleep", "payload": {"seconds": 2}}
+    )
+    page.get_by_test_id("drain-e2e-drain").click()
+    expect(page.get_by_test_id("queue-confirm")).to_contain_text("takes no new jobs")
+    page.get_by_test_id("queue-confirm-submit").click()
+    state = page.get_by_test_id("queue-state-e2e-drain")
+    expect(state).to_have_text("draining")
+    refused = _api_call(page, "POST", "/jobs", {"queue": "e2e-drain", "handler": "noop"})
+    assert refused["error"]["code"] == "queue_draining"
+    screenshot(page, "queue-draining")
+    # The job it had finishes; then the scheduler pauses it (the stream brings the change).
+    expect(state).to_have_text("paused", timeout=RUN_TIMEOUT_MS)

@@ -1199,6 +1199,13 @@ class QueuePublic(BaseModel):
     default_timeout_ms: Annotated[int | None, Field(title='Default Timeout Ms')]
     depth: QueueDepth
     description: Annotated[str | None, Field(title='Description')]
+    draining_since: Annotated[
+        AwareDatetime | None,
+        Field(
+            description='set while draining: no new jobs; pauses itself once nothing is unfinished',
+            title='Draining Since',
+        ),
+    ]
     id: Annotated[UUID, Field(title='Id')]
     is_paused: Annotated[bool, Field(title='Is Paused')]
     name: Annotated[str, Field(title='Name')]

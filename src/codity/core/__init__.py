@@ -13,6 +13,7 @@ from codity.core.claim import ClaimedJob, claim
 from codity.core.connection import Conn, transaction
 from codity.core.cron import materialise_cron, occurrence_key
 from codity.core.dlq import discard_dead_letters, replay_dead_letters, replay_queue_dead_letters
+from codity.core.drain import cancel_drain, finish_drains, refuse_if_draining, start_drain
 from codity.core.enqueue import (
     INSERT_CHUNK,
     NOTIFY_CHANNEL,
@@ -72,6 +73,7 @@ __all__ = [
     "QueueRef",
     "RollupResult",
     "append_logs",
+    "cancel_drain",
     "cancel_job",
     "check_new_job",
     "claim",
@@ -82,6 +84,7 @@ __all__ = [
     "enqueue_many_sync",
     "enqueue_sync",
     "fail",
+    "finish_drains",
     "heartbeat",
     "mark_running",
     "materialise_cron",
@@ -91,6 +94,7 @@ __all__ = [
     "promote_due",
     "prune",
     "reap_expired",
+    "refuse_if_draining",
     "register_worker",
     "release",
     "replay_dead_letters",
@@ -102,6 +106,7 @@ __all__ = [
     "retry_job",
     "rollup_stats",
     "set_worker_status",
+    "start_drain",
     "sweep_dead_workers",
     "transaction",
 ]

@@ -242,6 +242,9 @@ queues = Table(
     Column(
         "rate_limit_per_minute", Integer, nullable=True
     ),  # enqueue ceiling for this queue; NULL = project default
+    # Set while the queue drains: it takes no new jobs, workers finish the ones it has, and the
+    # scheduler pauses it (clearing this) once none is left unfinished.
+    Column("draining_since", DateTime(timezone=True), nullable=True),
     _created_at(),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     UniqueConstraint("project_id", "name"),

@@ -28,6 +28,7 @@ each family with one HTTP status (`codity.api.errors.status_for`); a subclass on
     │   ├── NameTakenError              name_taken
     │   ├── SlugTakenError              slug_taken
     │   ├── QueueBusyError              queue_busy
+    │   ├── QueueDrainingError          queue_draining
     │   ├── EmailTakenError             email_taken
     │   ├── AlreadyMemberError          already_member
     │   └── LastOwnerError              last_owner
@@ -166,6 +167,12 @@ class QueueBusyError(ConflictError):
     """A queue with jobs being executed right now cannot be deleted."""
 
     code = "queue_busy"
+
+
+class QueueDrainingError(ConflictError):
+    """A draining queue takes no new jobs: it finishes what it has, then pauses itself."""
+
+    code = "queue_draining"
 
 
 class EmailTakenError(ConflictError):

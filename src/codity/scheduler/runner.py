@@ -14,6 +14,7 @@ from codity.db.pool import create_pool
 from codity.scheduler.services import (
     CronMaterialiser,
     DeadWorkerSweep,
+    DrainFinisher,
     Promoter,
     Pruner,
     Reaper,
@@ -56,6 +57,7 @@ def build_services(conn: Any, config: SchedulerConfig) -> list[LoopService]:
         Reaper(conn, interval_ms=tick),
         DeadWorkerSweep(conn, interval_ms=tick, dead_after_ms=config.dead_worker_after_ms),
         StatsRollup(conn, interval_ms=tick),
+        DrainFinisher(conn, interval_ms=tick),
         Pruner(
             conn,
             interval_ms=config.prune_interval_ms,

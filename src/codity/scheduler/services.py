@@ -106,3 +106,15 @@ class StatsRollup(LoopService):
     async def run_once(self) -> bool:
         result = await core.rollup_stats(self.conn, datetime.now(UTC))
         return result.more
+
+
+class DrainFinisher(LoopService):
+    """Draining queues with nothing unfinished left are paused; their drain ends."""
+
+    name = "drain-finisher"
+
+    async def run_once(self) -> bool:
+        finished = await core.finish_drains(self.conn)
+        if finished:
+            log.info("queues drained and paused", queue_ids=[str(q) for q in finished])
+        return False

@@ -540,6 +540,27 @@ export interface paths {
         patch: operations["update_queue_patch"];
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/queues/{queue_id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a queue: no new jobs, workers finish the ones it has, then it pauses
+         * @description The queue takes no new jobs (enqueue answers 409 queue_draining), workers finish every
+         *     job it has, and the scheduler pauses it once none is unfinished; resume ends a drain.
+         */
+        post: operations["drain_queue_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/queues/{queue_id}/pause": {
         parameters: {
             query?: never;
@@ -566,7 +587,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume a paused queue */
+        /** Resume a paused queue (ends a drain too) */
         post: operations["resume_queue_post"];
         delete?: never;
         options?: never;
@@ -1815,6 +1836,11 @@ export interface components {
             depth: components["schemas"]["QueueDepth"];
             /** Description */
             description: string | null;
+            /**
+             * Draining Since
+             * @description set while draining: no new jobs; pauses itself once nothing is unfinished
+             */
+            draining_since: string | null;
             /**
              * Id
              * Format: uuid
@@ -6054,6 +6080,102 @@ export interface operations {
                 "application/json": components["schemas"]["QueueUpdate"];
             };
         };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueuePublic"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    drain_queue_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
         responses: {
             /** @description Successful Response */
             200: {

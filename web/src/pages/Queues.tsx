@@ -21,6 +21,19 @@ import { ThroughputChart } from "../ui/ThroughputChart";
 
 const col = createColumnHelper<QueuePublic>();
 
+type QueueAction = "pause" | "resume" | "drain";
+const CONFIRM: Record<QueueAction, { verb: string; what: string }> = {
+  pause: {
+    verb: "Pause",
+    what: "Workers stop claiming its jobs; jobs already running finish. New jobs are still accepted and wait.",
+  },
+  resume: { verb: "Resume", what: "Workers claim its jobs again (a drain in progress ends)." },
+  drain: {
+    verb: "Drain",
+    what: "The queue takes no new jobs (enqueue answers queue_draining); workers finish every job it already has, then it pauses itself.",
+  },
+};
+
 /** Jobs not yet finished and not running: what a queue still has to do. */
 export const backlog = (q: QueuePublic) => q.depth.waiting + q.depth.scheduled + q.depth.queued;
 
@@ -35,21 +48,19 @@ export function QueuesPage() {
   const [editing, setEditing] = useState<QueuePublic | "new" | null>(null);
   const [statsFor, setStatsFor] = useState<QueuePublic | null>(null);
 
+  const [confirming, setConfirming] = useState<{ queue: QueuePublic; action: QueueAction } | null>(null);
   const toggle = useAction(
-    (q: QueuePublic) =>
+    ({ queue, action }: { queue: QueuePublic; action: QueueAction }) =>
       unwrap(
-        q.is_paused
-          ? api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/resume", {
-              params: { path: { ...path, queue_id: q.id } },
-            })
-          : api.POST("/api/v1/projects/{project_id}/queues/{queue_id}/pause", {
-              params: { path: { ...path, queue_id: q.id } },
-            }),
+        api.POST(`/api/v1/projects/{project_id}/queues/{queue_id}/${action}`, {
+          params: { path: { ...path, queue_id: queue.id } },
+        }),
       ),
     [
       ["queues", projectId],
       ["overview", projectId],
     ],
+    () => setConfirming(null),
   );
 
   const columns = [
@@ -64,7 +75,11 @@ export function QueuesPage() {
           >
             {c.getValue()}
           </Link>
-          {c.row.original.is_paused ? (
+          {c.row.original.draining_since ? (
+            <Badge tone="violet" dot testId={`queue-state-${c.getValue()}`}>
+              draining
+            </Badge>
+          ) : c.row.original.is_paused ? (
             <Badge tone="amber" dot testId={`queue-state-${c.getValue()}`}>
               paused
             </Badge>
@@ -129,12 +144,23 @@ export function QueuesPage() {
               <>
                 <Button
                   size="sm"
-                  data-testid={`${q.is_paused ? "resume" : "pause"}-${q.name}`}
-                  busy={toggle.isPending && toggle.variables?.id === q.id}
-                  onClick={() => toggle.mutate(q)}
+                  data-testid={`${q.is_paused || q.draining_since ? "resume" : "pause"}-${q.name}`}
+                  onClick={() =>
+                    setConfirming({ queue: q, action: q.is_paused || q.draining_since ? "resume" : "pause" })
+                  }
                 >
-                  {q.is_paused ? "Resume" : "Pause"}
+                  {q.is_paused || q.draining_since ? "Resume" : "Pause"}
                 </Button>
+                {!q.is_paused && !q.draining_since && (
+                  <Button
+                    size="sm"
+                    variant="ghost"
+                    data-testid={`drain-${q.name}`}
+                    onClick={() => setConfirming({ queue: q, action: "drain" })}
+                  >
+                    Drain
+                  </Button>
+                )}
                 <Button size="sm" variant="ghost" data-testid={`edit-${q.name}`} onClick={() => setEditing(q)}>
                   Edit
                 </Button>
@@ -159,7 +185,6 @@ export function QueuesPage() {
           )
         }
       />
-      <InlineError error={toggle.error} />
       <Card padded={false}>
         <DataTable
           testId="queues-table"
@@ -181,6 +206,38 @@ export function QueuesPage() {
         />
       </Card>
       {statsFor && <QueueStatsDialog queue={statsFor} onClose={() => setStatsFor(null)} />}
+      {confirming && (
+        <Dialog
+          open
+          testId="queue-confirm"
+          title={`${CONFIRM[confirming.action].verb} queue ${confirming.queue.name}?`}
+          onClose={() => {
+            toggle.reset();
+            setConfirming(null);
+          }}
+          footer={
+            <>
+              <Button onClick={() => setConfirming(null)}>Cancel</Button>
+              <Button
+                variant={confirming.action === "resume" ? "primary" : "danger"}
+                data-testid="queue-confirm-submit"
+                busy={toggle.isPending}
+                onClick={() => toggle.mutate(confirming)}
+              >
+                {CONFIRM[confirming.action].verb}
+              </Button>
+            </>
+          }
+        >
+          <p className="text-sm text-slate-700">{CONFIRM[confirming.action].what}</p>
+          <p className="mt-2 text-xs text-slate-500">
+            {formatNumber(backlog(confirming.queue))} waiting, {formatNumber(confirming.queue.running)} running now.
+          </p>
+          <div className="mt-3">
+            <InlineError error={toggle.error} />
+          </div>
+        </Dialog>
+      )}
       {editing && <QueueDialog queue={editing === "new" ? null : editing} onClose={() => setEditing(null)} />}
     </div>
   );
@@ -200,12 +257,13 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
   const [attempts, setAttempts] = useState(String(queue?.default_max_attempts ?? 3));
   const [timeout, setTimeoutMs] = useState(queue?.default_timeout_ms?.toString() ?? "");
   const [policy, setPolicy] = useState(queue?.retry_policy?.id ?? "");
+  const [priority, setPriority] = useState(String(queue?.priority ?? 0));
 
   const save = useAction(
     () => {
       const body = {
         description: description || null,
-        priority: queue?.priority ?? 0,
+        priority: Number(priority),
         concurrency_limit: limit ? Number(limit) : null,
         default_max_attempts: Number(attempts),
         default_timeout_ms: timeout ? Number(timeout) : null,
@@ -270,7 +328,21 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
             <Input id={id} invalid={invalid} value={description} onChange={(e) => setDescription(e.target.value)} />
           )}
         </Field>
-        <div className="grid gap-4 sm:grid-cols-3">
+        <div className="grid gap-4 sm:grid-cols-4">
+          <Field label="Priority" name="priority" hint="higher is claimed first" error={err?.fieldMessage("priority")}>
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="queue-priority"
+                type="number"
+                min={-1000}
+                max={1000}
+                value={priority}
+                onChange={(e) => setPriority(e.target.value)}
+              />
+            )}
+          </Field>
           <Field
             label="Concurrency limit"
             name="concurrency_limit"
@@ -335,6 +407,7 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
         {err &&
           ![
             "name",
+            "priority",
             "description",
             "concurrency_limit",
             "default_max_attempts",

@@ -86,6 +86,7 @@ async def enqueue_job(
     """201 with the new job; 200 with the existing one when the idempotency key matched."""
     key = _one_key(body.idempotency_key, idempotency_key)
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
+    await core.refuse_if_draining(pool, ctx.project_id, [queue.id])
     await check_enqueue_quota(pool, ctx.project_id, 1)
     result = await core.enqueue(pool, queue.id, _new_job(body, batch_id=body.batch_id, key=key))
     if not result.created:
@@ -109,6 +110,7 @@ async def enqueue_bulk(
         name: (await core.resolve_queue(pool, ctx.project_id, name)).id
         for name in sorted(n for n in names if n is not None)
     }
+    await core.refuse_if_draining(pool, ctx.project_id, list(queue_ids.values()))
     await check_enqueue_quota(pool, ctx.project_id, len(body.jobs))
     by_queue: dict[uuid.UUID, list[int]] = {}
     for i, job in enumerate(body.jobs):

@@ -74,7 +74,17 @@ async def pause_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> Que
 async def resume_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
     async with atomic(pool) as conn:
         await core.resume_queue(conn, ctx.project_id, queue_id)
+        await core.cancel_drain(conn, ctx.project_id, queue_id)  # resuming ends a drain too
         await audit(conn, ctx, "queue.resume", "queue", queue_id)
+    return await store.get_queue(pool, ctx.project_id, queue_id)
+
+
+async def drain_queue(ctx: ProjectScope, pool: DbPool, queue_id: QueueId) -> QueuePublic:
+    """The queue takes no new jobs (enqueue answers 409 queue_draining), workers finish every
+    job it has, and the scheduler pauses it once none is unfinished; resume ends a drain."""
+    async with atomic(pool) as conn:
+        await core.start_drain(conn, ctx.project_id, queue_id)  # 404 unless this project's
+        await audit(conn, ctx, "queue.drain", "queue", queue_id)
     return await store.get_queue(pool, ctx.project_id, queue_id)
 
 
@@ -99,7 +109,10 @@ ROUTES: list[Route] = [
           "Pause a queue: claims stop, running jobs finish", response_model=QueuePublic,
           tags=(TAG,)),
     Route("POST", ONE + "/resume", resume_queue, _P, MemberRole.ADMIN,
-          "Resume a paused queue", response_model=QueuePublic, tags=(TAG,)),
+          "Resume a paused queue (ends a drain too)", response_model=QueuePublic, tags=(TAG,)),
+    Route("POST", ONE + "/drain", drain_queue, _P, MemberRole.ADMIN,
+          "Drain a queue: no new jobs, workers finish the ones it has, then it pauses",
+          response_model=QueuePublic, tags=(TAG,)),
     Route("GET", ONE + "/stats", read_queue_stats, _P, MemberRole.VIEWER,
           "Queue statistics: depth, claimable, throughput, wait and run percentiles",
           response_model=QueueStats, tags=(TAG,)),

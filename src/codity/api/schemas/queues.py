@@ -65,6 +65,9 @@ class QueuePublic(PublicModel):
     priority: int
     concurrency_limit: int | None
     is_paused: bool
+    draining_since: datetime | None = Field(
+        description="set while draining: no new jobs; pauses itself once nothing is unfinished"
+    )
     retry_policy: RetryPolicySummary | None
     default_max_attempts: int
     default_timeout_ms: int | None

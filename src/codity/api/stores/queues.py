@@ -55,6 +55,7 @@ def _queue(row: asyncpg.Record) -> QueuePublic:
         priority=row["priority"],
         concurrency_limit=row["concurrency_limit"],
         is_paused=row["is_paused"],
+        draining_since=row["draining_since"],
         retry_policy=policy,
         default_max_attempts=row["default_max_attempts"],
         default_timeout_ms=row["default_timeout_ms"],

@@ -7,7 +7,7 @@
 -- due; zero while paused). Ordered by name, unique per project: the name is the keyset.
 -- Parameters: :project_id uuid, :limit int, plus those of the fragments.
 SELECT q.id, q.project_id, q.name, q.description, q.priority, q.concurrency_limit, q.is_paused,
-       q.default_max_attempts, q.default_timeout_ms, q.rate_limit_per_minute,
+       q.draining_since, q.default_max_attempts, q.default_timeout_ms, q.rate_limit_per_minute,
        q.created_at, q.updated_at,
        rp.id AS rp_id, rp.name AS rp_name, rp.strategy::text AS rp_strategy,
        rp.max_attempts AS rp_max_attempts,
