@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import resource
 import statistics
 import sys
 import time
@@ -24,6 +25,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -31,7 +33,7 @@ import asyncpg
 from codity import VERSION, core
 from codity.db import migrate
 from codity.db.dsn import plain_dsn, with_database
-from codity.db.pool import create_pool
+from codity.db.pool import connect, create_pool
 from codity.worker import HandlerRegistry, JobContext
 from codity.worker.config import WorkerConfig
 from codity.worker.service import Worker
@@ -253,22 +255,60 @@ async def engine(server_url: str, jobs: int, loops: int, batch: int) -> Throughp
             await pool.close()
 
 
-async def enqueue_rate(server_url: str, jobs: int) -> Throughput:
+@dataclass(frozen=True)
+class EnqueueRate:
+    jobs: int
+    seconds: float
+    #: CPU seconds this process and its PostgreSQL backend spent on the enqueue: unlike wall
+    #: time, they do not depend on what else the machine is running. None when the server's
+    #: backend is not a local process we can read (`--dsn` elsewhere).
+    client_cpu_s: float
+    server_cpu_s: float | None
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.seconds
+
+
+def _process_cpu_s(pid: int) -> float | None:
+    """user + system CPU seconds of a local process, from /proc (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def enqueue_rate(server_url: str, jobs: int) -> EnqueueRate:
     """`core.enqueue_many` of `jobs` jobs, each with its own small payload, in one call (it
-    chunks, pipelines and commits them as one transaction). The NewJob objects are built before
-    the clock starts: the figure is enqueue's, not the caller's."""
+    chunks, pipelines and commits them as one transaction), on one connection whose backend's
+    CPU time is read before and after. The NewJob objects are built before the clock starts:
+    the figure is enqueue's, not the caller's."""
     async with scratch_database(server_url) as url:
-        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
+        conn = await connect(url, application_name="codity-bench")
         try:
-            queue_id = await _make_queue(pool)
+            queue_id = await _make_queue(conn)
+            backend = await conn.fetchval("SELECT pg_backend_pid()")
             batch = [core.NewJob(handler="noop", payload={"i": i}) for i in range(jobs)]
+            server_before, client_before = _process_cpu_s(backend), _own_cpu_s()
             started = time.perf_counter()
-            await core.enqueue_many(pool, queue_id, batch)
+            await core.enqueue_many(conn, queue_id, batch)
             elapsed = time.perf_counter() - started
-            stored: int = await pool.fetchval("SELECT count(*) FROM jobs")
-            return Throughput(jobs=stored, seconds=elapsed)
+            client_cpu, server_after = _own_cpu_s() - client_before, _process_cpu_s(backend)
+            stored: int = await conn.fetchval("SELECT count(*) FROM jobs")
         finally:
-            await pool.close()
+            await conn.close()
+    server_cpu = (
+        server_after - server_before
+        if server_after is not None and server_before is not None
+        else None
+    )
+    return EnqueueRate(stored, elapsed, client_cpu, server_cpu)
 
 
 @dataclass(frozen=True)
