@@ -34,6 +34,7 @@ def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
     recovery_rows = _rows(text, recovery_header) if recovery_header in text else None
     enqueue_rows = _rows(text, ENQUEUE_HEADER) if ENQUEUE_HEADER in text else None
     tracing_rows = _rows(text, TRACING_HEADER) if TRACING_HEADER in text else None
+    events_rows = _rows(text, EVENTS_HEADER) if EVENTS_HEADER in text else None
     assert (
         render_report(
             machine.group(1),
@@ -43,6 +44,7 @@ def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
             recovery_rows,
             enqueue_rows=enqueue_rows,
             tracing_rows=tracing_rows,
+            events_rows=events_rows,
         )
         == text
     )
@@ -50,6 +52,16 @@ def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
 
 ENQUEUE_HEADER = "| bulk enqueue | codity (median) | pgqueuer (median) | ratio |"
 TRACING_HEADER = "| tracing (the worker's hot path) | codity (median) | vs absent |"
+EVENTS_HEADER = "| live events (dashboard) | codity (median) |"
+
+
+def test_events_rows_render_and_read_back_only_when_measured() -> None:
+    rows = [["live events: drain cost", "6,773 vs 6,314 jobs/s: -7.3% cost"],
+            ["live events: 200 open streams", "2.6 msg/s per stream"]]  # fmt: skip
+    text = render_report("m", [["a", "b", "c", "d"]], [["e", "f"]], 3, events_rows=rows)
+    assert _rows(text, EVENTS_HEADER) == rows
+    assert "**live events**" in text
+    assert EVENTS_HEADER not in render_report("m", [["a", "b", "c", "d"]], [["e", "f"]], 3)
 
 
 def test_enqueue_and_tracing_rows_render_and_read_back() -> None:

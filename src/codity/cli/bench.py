@@ -483,6 +483,7 @@ def report_command(
         recovery_rows = _recovery_rows(server, max(1, runs // 2))
         enqueue_rows = _enqueue_rows(server, 100_000, runs, True)
         tracing_rows = _tracing_rows(server, 20_000, 2, 100, runs)
+        events_rows = _events_rows(server, 200, 1000.0, 20.0, max(1, runs // 2), runs)
         pg_version = asyncio.run(_server_version(server))
     _show(throughput_rows + latency_rows + enqueue_rows, True)
     _show(engine_rows + recovery_rows, False)
@@ -500,6 +501,7 @@ def report_command(
             recovery_rows,
             enqueue_rows=enqueue_rows,
             tracing_rows=tracing_rows,
+            events_rows=events_rows,
         )
     )
     console.print(f"[green]wrote[/] {output}")
@@ -514,6 +516,7 @@ def render_report(
     *,
     enqueue_rows: list[list[str]] | None = None,
     tracing_rows: list[list[str]] | None = None,
+    events_rows: list[list[str]] | None = None,
 ) -> str:
     """docs/BENCHMARKS.md from measured rows. Pure, so a test can re-render the committed file
     from its own figures and catch a hand edit or a template change never regenerated."""
@@ -566,6 +569,16 @@ def render_report(
             if tracing_rows
             else []
         ),
+        *(
+            [
+                "| live events (dashboard) | codity (median) |",
+                "|---|---|",
+                *(f"| {' | '.join(row)} |" for row in events_rows),
+                "",
+            ]
+            if events_rows
+            else []
+        ),
         "## How each figure is measured",
         "",
         "- **throughput**: N no-op jobs are enqueued first (`core.enqueue_many`), then W workers start",
@@ -576,6 +589,18 @@ def render_report(
         "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate; the handler",
         "  records `now - enqueue time`. The worker wakes on NOTIFY, not on its poll interval.",
         "- **engine**: `core.claim` + `core.complete` in loops, no handler: the cost of the protocol.",
+        *(
+            [
+                "- **live events** (`codity bench events`): the drain above with the live-events",
+                "  triggers and without them (dropped in that run's database), alternating; then the",
+                "  API under uvicorn in the benchmark's process with N event streams open on one",
+                "  project while jobs change state R times a second (enqueue batches of 100): messages",
+                "  per stream per second, delivery delay, the largest mailbox, and the process's RSS",
+                "  sampled every second (flat = bounded memory).",
+            ]
+            if events_rows
+            else []
+        ),
         *(
             [
                 "- **recovery** (`codity bench recovery`): two `codity worker` processes and a",
