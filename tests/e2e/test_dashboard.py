@@ -89,6 +89,15 @@ def test_enqueue_a_job_and_watch_it_complete(new_page) -> None:
     expect(page).to_have_url(re.compile(rf"q={job_id}"))
     expect(page.get_by_test_id(re.compile(r"^job-row-"))).to_have_count(1)
     expect(page.get_by_test_id(f"job-row-{job_id}")).to_be_visible()
+    # Payload search `path = value`, also kept in the URL.
+    page.goto("/jobs")
+    page.get_by_test_id("filter-payload").fill("payload.from = e2e")
+    page.get_by_test_id("filter-payload").press("Enter")
+    expect(page).to_have_url(re.compile(r"payload=payload\.from"))
+    expect(page.get_by_test_id(f"job-row-{job_id}")).to_be_visible()
+    page.get_by_test_id("filter-payload").fill("from = nobody")
+    page.get_by_test_id("filter-payload").press("Enter")
+    expect(page.get_by_test_id(f"job-row-{job_id}")).to_have_count(0)
 
 
 def test_invalid_json_payload_shows_errors_next_to_the_field(new_page) -> None:

@@ -435,6 +435,21 @@ jobs = Table(
     Index("idx_jobs_queue_status_id", "queue_id", "status", text("id DESC")),
     Index("idx_jobs_batch", "batch_id", postgresql_where=text("batch_id IS NOT NULL")),
     Index("idx_jobs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
+    # The dashboard's payload search (`payload @> {...}`): jsonb_path_ops keeps one hash per
+    # path-and-value, the smallest GIN shape that answers containment.
+    Index(
+        "idx_jobs_payload",
+        "payload",
+        postgresql_using="gin",
+        postgresql_ops={"payload": "jsonb_path_ops"},
+    ),
+    # The dashboard's error-text search: words of the last error, only for jobs that have one.
+    Index(
+        "idx_jobs_error_text",
+        text("to_tsvector('simple'::regconfig, last_error)"),
+        postgresql_using="gin",
+        postgresql_where=text("last_error IS NOT NULL"),
+    ),
     # Hot table: leave room on each page for HOT updates as a job moves through its states.
     postgresql_with={
         "fillfactor": "80",

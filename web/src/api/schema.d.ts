@@ -4950,6 +4950,10 @@ export interface operations {
                 batch_id?: string | null;
                 /** @description a job id, or part of an idempotency key */
                 q?: string | null;
+                /** @description payload search `path = value`, e.g. `customer_id = 42` (JSON value or a word) */
+                payload?: string | null;
+                /** @description words that all appear in the job's last error */
+                error?: string | null;
                 /** @description page size (default 50) */
                 limit?: number;
                 /** @description next_cursor of the previous page */

@@ -29,6 +29,8 @@ export interface JobSearch {
   handler?: string;
   range?: Range;
   q?: string;
+  payload?: string;
+  error?: string;
 }
 
 /** The filters live in the URL, so a reload or a return from login lands on the same view. */
@@ -42,6 +44,8 @@ export function parseJobSearch(search: Record<string, unknown>): JobSearch {
     handler: str(search.handler),
     range: range && range in RANGES ? (range as Range) : undefined,
     q: str(search.q),
+    payload: str(search.payload),
+    error: str(search.error),
   };
 }
 
@@ -79,6 +83,8 @@ export function JobsPage({ search }: { search: JobSearch }) {
               // A sliding window: each poll asks for "the last hour" as of now.
               created_after: search.range ? new Date(Date.now() - RANGES[search.range]).toISOString() : undefined,
               q: search.q,
+              payload: search.payload,
+              error: search.error,
               cursor: pageParam,
               limit: 50,
             },
@@ -157,7 +163,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
         }
       />
       <Card className="mb-4">
-        <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-[1fr_1fr_1fr_1fr_2fr]">
+        <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-[1fr_1fr_1fr_1fr_1.5fr_1.5fr_2fr]">
           <Select
             aria-label="Queue"
             data-testid="filter-queue"
@@ -205,6 +211,24 @@ export function JobsPage({ search }: { search: JobSearch }) {
             <option value="24h">Last 24 hours</option>
             <option value="7d">Last 7 days</option>
           </Select>
+          <Input
+            aria-label="Payload search, path = value"
+            placeholder="payload: customer_id = 42"
+            data-testid="filter-payload"
+            key={`p-${search.payload ?? ""}`}
+            defaultValue={search.payload ?? ""}
+            onKeyDown={(e) => e.key === "Enter" && setFilter({ payload: e.currentTarget.value.trim() || undefined })}
+            onBlur={(e) => setFilter({ payload: e.target.value.trim() || undefined })}
+          />
+          <Input
+            aria-label="Error text search"
+            placeholder="error contains words…"
+            data-testid="filter-error"
+            key={`e-${search.error ?? ""}`}
+            defaultValue={search.error ?? ""}
+            onKeyDown={(e) => e.key === "Enter" && setFilter({ error: e.currentTarget.value.trim() || undefined })}
+            onBlur={(e) => setFilter({ error: e.target.value.trim() || undefined })}
+          />
           <form onSubmit={submitSearch} className="flex gap-2">
             <Input
               aria-label="Search by id or idempotency key"

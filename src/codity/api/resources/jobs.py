@@ -34,6 +34,7 @@ from codity.api.schemas.jobs import (
 from codity.api.stores import jobs as store
 from codity.api.stores.jobs import JobFilter
 from codity.domain.errors import ValidationError
+from codity.domain.payload_match import parse_payload_match
 from codity.domain.states import JobStatus, MemberRole
 
 TAG = "jobs"
@@ -155,6 +156,24 @@ async def list_project_jobs(
             description="a job id, or part of an idempotency key",
         ),
     ] = None,
+    payload: Annotated[
+        str | None,
+        Query(
+            min_length=3,
+            max_length=500,
+            pattern=NO_NUL_PATTERN,
+            description="payload search `path = value`, e.g. `customer_id = 42` (JSON value or a word)",
+        ),
+    ] = None,
+    error: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            pattern=NO_NUL_PATTERN,
+            description="words that all appear in the job's last error",
+        ),
+    ] = None,
     limit: Limit = DEFAULT_PAGE_SIZE,
     cursor: Cursor = None,
 ) -> JobsPage:
@@ -168,6 +187,8 @@ async def list_project_jobs(
         created_before=created_before,
         batch_id=batch_id,
         text=q,
+        payload_match=parse_payload_match(payload) if payload else None,
+        error_text=error,
     )
     items = await store.list_jobs(
         pool, ctx.project_id, filters, limit=limit, before_id=after[0] if after else None

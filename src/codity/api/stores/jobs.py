@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -32,6 +33,8 @@ class JobFilter:
     created_before: datetime | None = None
     batch_id: UUID | None = None
     text: str | None = None
+    payload_match: dict[str, Any] | None = None
+    error_text: str | None = None
 
 
 def _like_escape(text: str) -> str:
@@ -53,6 +56,10 @@ def _where(f: JobFilter) -> Fragments:
         where.add("api_jobs_when_created_before", created_before=f.created_before)
     if f.batch_id is not None:
         where.add("api_jobs_when_batch", batch_id=f.batch_id)
+    if f.payload_match is not None:
+        where.add("api_jobs_when_payload", payload_match=f.payload_match)
+    if f.error_text:
+        where.add("api_jobs_when_error", error_text=f.error_text)
     if f.text:
         as_id = int(f.text) if f.text.isdigit() and len(f.text) <= _MAX_ID_DIGITS else None
         where.add("api_jobs_when_text", text_id=as_id, text_like=f"%{_like_escape(f.text)}%")

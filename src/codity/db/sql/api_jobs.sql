@@ -36,6 +36,18 @@ AND j.created_at >= :created_after::timestamptz;
 -- name: api_jobs_when_created_before
 AND j.created_at < :created_before::timestamptz;
 
+-- name: api_jobs_when_payload
+-- Payload search (`payload.customer_id = 42` -> {"customer_id": 42}): containment, answered by
+-- idx_jobs_payload (GIN, jsonb_path_ops).
+AND j.payload @> :payload_match::jsonb;
+
+-- name: api_jobs_when_error
+-- Error-text search: every word of the text in the job's last error (full text, 'simple'
+-- configuration: no stemming, no stop words), answered by the partial GIN index
+-- idx_jobs_error_text (only jobs that have an error are in it).
+AND j.last_error IS NOT NULL
+AND to_tsvector('simple', j.last_error) @@ plainto_tsquery('simple', :error_text::text);
+
 -- name: api_jobs_when_batch
 AND j.batch_id = :batch_id::uuid;
 
