@@ -18,11 +18,13 @@ import socket
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 from codity import core
 from codity.cli import benchmarks
+from codity.domain.states import JobStatus
 
 #: Jobs per enqueue statement in the fan-out load (R changes/s = R / BATCH statements/s).
 LOAD_BATCH = 100
@@ -214,3 +216,176 @@ def event_cost_run(server_url: str, jobs: int, workers: int, capacity: int) -> t
 
 def event_cost(runs: list[tuple[float, float]]) -> EventCost:
     return EventCost(statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+
+
+@dataclass(frozen=True)
+class ReadTiming:
+    read: str
+    p50_ms: float
+    p95_ms: float
+
+
+async def dashboard_reads(
+    server_url: str, jobs: int, logs: int, tenants: int, repeats: int
+) -> list[ReadTiming]:
+    """Every dashboard read, through the API's stores, with `jobs` jobs (spread over `tenants`
+    projects, the measured one among them) and `logs` log lines in the database: p50/p95 of
+    `repeats` calls each. Rows are written with set-based INSERTs (user triggers off for the
+    fill only), then VACUUM ANALYZE, as a long-lived database would be."""
+    from datetime import UTC, datetime
+
+    from codity.api.schemas.charts import ChartWindow
+    from codity.api.stores import charts as charts_store
+    from codity.api.stores import dead_letters as dl_store
+    from codity.api.stores import jobs as jobs_store
+    from codity.api.stores import overview as overview_store
+    from codity.api.stores import queues as queues_store
+    from codity.api.stores import workers as workers_store
+    from codity.db.pool import create_pool
+    from codity.domain.payload_match import parse_payload_match
+
+    async with benchmarks.scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
+        try:
+            queue_ids = []
+            for t in range(tenants):
+                org = await pool.fetchval(
+                    "INSERT INTO organizations (name, slug) VALUES ($1, $1) RETURNING id", f"o{t}"
+                )
+                project = await pool.fetchval(
+                    "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'p', 'p') RETURNING id",
+                    org,
+                )
+                for name in ("emails", "reports", "webhooks"):
+                    queue_ids.append(
+                        await pool.fetchval(
+                            "INSERT INTO queues (project_id, name) VALUES ($1, $2) RETURNING id",
+                            project,
+                            name,
+                        )
+                    )
+            project_id, org_id = await pool.fetchrow(
+                "SELECT q.project_id, p.org_id FROM queues q JOIN projects p ON p.id = q.project_id"
+                " WHERE q.id = $1",
+                queue_ids[0],
+            )
+            await pool.execute("ALTER TABLE jobs DISABLE TRIGGER USER")
+            await pool.execute(
+                """INSERT INTO jobs (queue_id, handler, payload, status, max_attempts, attempt,
+                                     execution_seq, last_error, created_at, run_at, finished_at)
+                   SELECT ($1::uuid[])[1 + i % array_length($1::uuid[], 1)],
+                          (ARRAY['email.send', 'report.generate', 'http_request'])[1 + i % 3],
+                          jsonb_build_object('customer_id', i % 50000, 'order', jsonb_build_object('id', 'A-' || i)),
+                          (CASE WHEN i % 100 = 0 THEN 'dead_letter' WHEN i % 50 = 0 THEN 'queued'
+                                ELSE 'completed' END)::job_status,
+                          3, 1, 1,
+                          CASE WHEN i % 100 = 0 THEN 'SMTP 550 mailbox ' || (i % 7) || ' unavailable' END,
+                          now() - (i % 604800) * interval '1 second',
+                          now() - (i % 604800) * interval '1 second',
+                          CASE WHEN i % 50 = 0 THEN NULL ELSE now() - (i % 604800) * interval '1 second' END
+                   FROM generate_series(1, $2::integer) i""",
+                queue_ids,
+                jobs,
+            )
+            await pool.execute("ALTER TABLE jobs ENABLE TRIGGER USER")
+            await pool.execute(
+                """INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, status,
+                                               claimed_at, started_at, finished_at)
+                   SELECT id, queue_id, 1, 1, 'completed', finished_at, finished_at, finished_at
+                   FROM jobs WHERE status = 'completed'"""
+            )
+            await pool.execute(
+                """INSERT INTO job_logs (job_id, execution_seq, level, message)
+                   SELECT 1 + (i % $2::integer), 1, 'info', 'step ' || i
+                   FROM generate_series(1, $1::integer) i""",
+                logs,
+                jobs,
+            )
+            await pool.execute(
+                """INSERT INTO dead_letter_jobs (job_id, queue_id, handler, payload, error, attempts)
+                   SELECT id, queue_id, handler, payload, last_error, 3 FROM jobs
+                   WHERE status = 'dead_letter'"""
+            )
+            await pool.execute("VACUUM ANALYZE")
+            some_job = await pool.fetchval(
+                "SELECT max(j.id) FROM jobs j WHERE j.queue_id = $1", queue_ids[0]
+            )
+            oldest = await pool.fetchval(
+                "SELECT min(j.id) + 1 FROM jobs j JOIN queues q ON q.id = j.queue_id "
+                "WHERE q.project_id = $1",
+                project_id,
+            )
+            now = datetime.now(UTC)
+            reads: dict[str, Any] = {
+                "overview": lambda: overview_store.project_overview(
+                    pool, project_id, scheduler_tick_ms=10_000
+                ),
+                "queues list (depth per status)": lambda: queues_store.list_queues(
+                    pool, project_id, limit=50, after_name=None
+                ),
+                "jobs: first page": lambda: jobs_store.list_jobs(
+                    pool, project_id, jobs_store.JobFilter(), limit=50, before_id=None
+                ),
+                "jobs: status=queued": lambda: jobs_store.list_jobs(
+                    pool,
+                    project_id,
+                    jobs_store.JobFilter(statuses=(JobStatus.QUEUED,)),
+                    limit=50,
+                    before_id=None,
+                ),
+                "jobs: last page (oldest)": lambda: jobs_store.list_jobs(
+                    pool, project_id, jobs_store.JobFilter(), limit=50, before_id=oldest
+                ),
+                "jobs: payload customer_id = 4242": lambda: jobs_store.list_jobs(
+                    pool,
+                    project_id,
+                    jobs_store.JobFilter(payload_match=parse_payload_match("customer_id = 4242")),
+                    limit=50,
+                    before_id=None,
+                ),
+                "jobs: error words": lambda: jobs_store.list_jobs(
+                    pool,
+                    project_id,
+                    jobs_store.JobFilter(error_text="mailbox 3"),
+                    limit=50,
+                    before_id=None,
+                ),
+                "job detail (with logs)": lambda: jobs_store.get_job_detail(
+                    pool, project_id, some_job
+                ),
+                "job logs page": lambda: jobs_store.list_job_logs(
+                    pool, project_id, some_job, limit=50, after_id=None
+                ),
+                "workers": lambda: workers_store.list_workers(
+                    pool, org_id, project_id=project_id, status=None, limit=50, after=None
+                ),
+                "dead letters (page + reasons)": lambda: asyncio.gather(
+                    dl_store.list_dead_letters(
+                        pool,
+                        project_id,
+                        queue_id=None,
+                        include_replayed=False,
+                        limit=50,
+                        after=None,
+                    ),
+                    dl_store.summarise(pool, project_id, queue_id=None, include_replayed=False),
+                ),
+                "charts 24h": lambda: charts_store.read_charts(
+                    pool, project_id, ChartWindow.DAY, now, None
+                ),
+            }
+            out = []
+            for name, call in reads.items():
+                await call()  # warm the caches once, as a dashboard that has been open would
+                times = []
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    await call()
+                    times.append((time.perf_counter() - started) * 1000)
+                times.sort()
+                out.append(
+                    ReadTiming(name, statistics.median(times), benchmarks.percentile(times, 0.95))
+                )
+            return out
+        finally:
+            await pool.close()
