@@ -52,4 +52,10 @@ async def main() -> None:
     print(json.dumps({"jobs": counter[0], "seconds": dt, "jobs_per_s": counter[0] / dt}))
 
 
-asyncio.run(main())
+# The loop pgqueuer's own CLI runs on when uvloop is installed (so does `codity worker`).
+try:
+    import uvloop
+except ImportError:
+    asyncio.run(main())
+else:
+    uvloop.run(main())

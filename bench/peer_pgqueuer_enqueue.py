@@ -35,4 +35,10 @@ async def main() -> None:
     print(json.dumps({"jobs": count, "seconds": dt, "jobs_per_s": count / dt}))
 
 
-asyncio.run(main())
+# The loop pgqueuer's own CLI runs on when uvloop is installed (so does `codity worker`).
+try:
+    import uvloop
+except ImportError:
+    asyncio.run(main())
+else:
+    uvloop.run(main())

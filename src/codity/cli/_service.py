@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from codity.cli._loop import run
 from codity.logs import configure_logging
 from codity.settings import Settings
 
@@ -40,4 +41,4 @@ def run_until_signalled(main: Callable[[asyncio.Event], Coroutine[Any, Any, None
             loop.add_signal_handler(sig, request_stop, sig.name)
         await main(stop)
 
-    asyncio.run(runner())
+    run(runner())

@@ -25,6 +25,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from codity.cli._common import console, fail, friendly_errors
+from codity.cli._loop import run
+from codity.cli.bench_report import Section, render_report
 from codity.db.cluster import throwaway_cluster
 from codity.db.dsn import plain_dsn, with_database
 from codity.logs import configure_logging
@@ -76,7 +78,7 @@ def _run_peer(script: str, server_url: str, *args: object) -> dict[str, Any]:
     if not path.exists():
         fail(f"peer script {path} not found (run from a checkout of the repository)")
 
-    async def run() -> dict[str, Any]:
+    async def peer() -> dict[str, Any]:
         async with _b().empty_database(server_url) as url:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -92,7 +94,7 @@ def _run_peer(script: str, server_url: str, *args: object) -> dict[str, Any]:
             result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
             return result
 
-    return asyncio.run(run())
+    return run(peer())
 
 
 def _ratio(ours: float, theirs: float) -> str:
@@ -105,7 +107,7 @@ def _throughput_rows(
     ours: list[float] = []
     theirs: list[float] = []
     for i in range(runs):
-        result = asyncio.run(_b().throughput(server, jobs, workers, capacity))
+        result = run(_b().throughput(server, jobs, workers, capacity))
         ours.append(result.jobs_per_s)
         console.print(f"  run {i + 1}: codity {result.jobs_per_s:,.0f} jobs/s", highlight=False)
         if peer:
@@ -128,7 +130,7 @@ def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -
     ours: list[Any] = []
     theirs: list[dict[str, Any]] = []
     for i in range(runs):
-        ours.append(asyncio.run(_b().latency(server, count, rate)))
+        ours.append(run(_b().latency(server, count, rate)))
         console.print(
             f"  run {i + 1}: codity p50 {ours[-1].p50_ms:.1f} ms, p95 {ours[-1].p95_ms:.1f} ms",
             highlight=False,
@@ -151,16 +153,139 @@ def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -
     return rows
 
 
-def _engine_rows(server: str, jobs: int, loops: int, batch: int, runs: int) -> list[list[str]]:
-    results = []
+def _engine_rows(
+    server: str, jobs: int, loops: int, batch: int, runs: int, ceiling: bool = True
+) -> list[list[str]]:
+    """The engine (core.claim + core.complete) and, alternating with it, the raw-SQL ceiling
+    with the same loops and batch; the share of the ceiling is the figure to read."""
+    median = _b().median
+    engine: list[float] = []
+    raw: list[float] = []
     for i in range(runs):
-        results.append(asyncio.run(_b().engine(server, jobs, loops, batch)).jobs_per_s)
-        console.print(f"  run {i + 1}: engine {results[-1]:,.0f} jobs/s", highlight=False)
-    return [
+        engine.append(run(_b().engine(server, jobs, loops, batch)).jobs_per_s)
+        console.print(f"  run {i + 1}: engine {engine[-1]:,.0f} jobs/s", highlight=False)
+        if ceiling:
+            raw.append(run(_b().ceiling(server, jobs, loops, batch)).jobs_per_s)
+            console.print(f"  run {i + 1}: ceiling {raw[-1]:,.0f} jobs/s", highlight=False)
+    rows = [
         [
             f"engine: core.claim + core.complete ({jobs:,} jobs, {loops} loops, batch {batch})",
-            f"{_b().median(results):,.0f} jobs/s (min {min(results):,.0f}, max {max(results):,.0f})",
+            _spread(engine),
+            f"{median(engine) / median(raw):.0%}" if raw else "",
         ]
+    ]
+    if raw:
+        rows.append(
+            [
+                "ceiling: minimal claim + complete + execution row SQL (same loops, batch)",
+                _spread(raw),
+                "100%",
+            ]
+        )
+    return rows
+
+
+def _spread(values: list[float], unit: str = "jobs/s") -> str:
+    median = _b().median(values)
+    return f"{median:,.0f} {unit} (min {min(values):,.0f}, max {max(values):,.0f})"
+
+
+def _processes_rows(
+    server: str, jobs: int, processes: list[int], capacity: int, runs: int
+) -> list[list[str]]:
+    """Throughput with 1, 2, 4... worker processes (separate OS processes), alternating."""
+    results: dict[int, list[float]] = {n: [] for n in processes}
+    for i in range(runs):
+        for n in processes:
+            r = run(_b().throughput_processes(server, jobs, n, capacity))
+            results[n].append(r.jobs_per_s)
+            console.print(
+                f"  run {i + 1}: {n} process(es) {results[n][-1]:,.0f} jobs/s", highlight=False
+            )
+    base = _b().median(results[processes[0]])
+    return [
+        [
+            f"{n} worker process{'es' if n > 1 else ''} × capacity {capacity} ({jobs:,} jobs)",
+            _spread(results[n]),
+            f"{_b().median(results[n]) / base:.2f}×",
+        ]
+        for n in processes
+    ]
+
+
+def _history_rows(
+    server: str, jobs: int, workers: int, capacity: int, finished: int, runs: int
+) -> list[list[str]]:
+    """The throughput drain on empty tables and with `finished` completed jobs (and their
+    execution rows) already present, alternating."""
+
+    async def with_template() -> tuple[list[float], list[float]]:
+        empty: list[float] = []
+        full: list[float] = []
+        console.print(f"  filling a template with {finished:,} finished jobs...", highlight=False)
+        async with _b().history_template(server, finished) as template:
+            for i in range(runs):
+                empty.append((await _b().throughput(server, jobs, workers, capacity)).jobs_per_s)
+                console.print(f"  run {i + 1}: empty {empty[-1]:,.0f} jobs/s", highlight=False)
+                r = await _b().throughput(server, jobs, workers, capacity, template=template)
+                full.append(r.jobs_per_s)
+                console.print(f"  run {i + 1}: history {full[-1]:,.0f} jobs/s", highlight=False)
+        return empty, full
+
+    empty, full = run(with_template())
+    median = _b().median
+    return [
+        [f"drain of {jobs:,} jobs, empty tables", _spread(empty), "1.00×"],
+        [
+            f"drain of {jobs:,} jobs, {finished:,} finished jobs + execution rows present",
+            _spread(full),
+            f"{median(full) / median(empty):.2f}×",
+        ],
+    ]
+
+
+def _xmin_rows(
+    server: str, seconds: float, rate: float, workers: int, capacity: int, runs: int
+) -> list[list[str]]:
+    """Steady enqueue + drain, free and with a REPEATABLE READ transaction held open,
+    alternating."""
+    free: list[Any] = []
+    held: list[Any] = []
+    for i in range(runs):
+        for hold, into in ((False, free), (True, held)):
+            r = run(
+                _b().steady(
+                    server,
+                    seconds=seconds,
+                    rate=rate,
+                    workers=workers,
+                    capacity=capacity,
+                    hold_snapshot=hold,
+                )
+            )
+            into.append(r)
+            console.print(
+                f"  run {i + 1}: {'held snapshot' if hold else 'free'} {r.jobs_per_s:,.0f} jobs/s, "
+                f"p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms, {r.dead_tuples:,} dead tuples",
+                highlight=False,
+            )
+    median = _b().median
+
+    def row(label: str, runs_: list[Any]) -> list[str]:
+        return [
+            label,
+            f"{median([r.jobs_per_s for r in runs_]):,.0f} jobs/s",
+            f"{median([r.p50_ms for r in runs_]):.1f} ms",
+            f"{median([r.p99_ms for r in runs_]):.1f} ms",
+            f"{median([r.dead_tuples for r in runs_]):,.0f}",
+        ]
+
+    tp = median([r.jobs_per_s for r in held]) / median([r.jobs_per_s for r in free])
+    p99 = median([r.p99_ms for r in held]) / median([r.p99_ms for r in free])
+    return [
+        row(f"{seconds:.0f} s at {rate:,.0f}/s, nothing else running", free),
+        row(f"{seconds:.0f} s at {rate:,.0f}/s, REPEATABLE READ transaction held open", held),
+        ["held ÷ free", f"{tp:.2f}×", "", f"{p99:.1f}×", ""],
     ]
 
 
@@ -171,23 +296,13 @@ def _enqueue_rows(server: str, jobs: int, runs: int, peer: bool) -> list[list[st
     theirs: list[float] = []
     cli: list[float] = []
     walls: list[float] = []
-    client_cpu: list[float] = []
-    server_cpu: list[float] = []
     for i in range(runs):
-        rate = asyncio.run(_b().enqueue_rate(server, jobs))
-        ours.append(rate.jobs_per_s)
-        client_cpu.append(rate.client_cpu_s)
-        if rate.server_cpu_s is not None:
-            server_cpu.append(rate.server_cpu_s)
-        console.print(
-            f"  run {i + 1}: core.enqueue_many {ours[-1]:,.0f} jobs/s "
-            f"(CPU: ours {rate.client_cpu_s:.2f} s, server {rate.server_cpu_s or 0:.2f} s)",
-            highlight=False,
-        )
+        ours.append(run(_b().enqueue_rate(server, jobs)).jobs_per_s)
+        console.print(f"  run {i + 1}: core.enqueue_many {ours[-1]:,.0f} jobs/s", highlight=False)
         if peer:
             theirs.append(float(_run_peer("peer_pgqueuer_enqueue.py", server, jobs)["jobs_per_s"]))
             console.print(f"  run {i + 1}: pgqueuer {theirs[-1]:,.0f} jobs/s", highlight=False)
-        result = asyncio.run(_b().cli_enqueue_rate(server, jobs))
+        result = run(_b().cli_enqueue_rate(server, jobs))
         cli.append(result.jobs_per_s)
         walls.append(result.wall_s)
         console.print(
@@ -196,14 +311,8 @@ def _enqueue_rows(server: str, jobs: int, runs: int, peer: bool) -> list[list[st
             highlight=False,
         )
     median = _b().median
-    cpu = f"; CPU {median(client_cpu):.2f} s ours"
-    if server_cpu:
-        # What the same enqueue can do on an idle machine: the client's work overlaps the
-        # server's (pipelined chunks), so the busier side bounds it.
-        bound = jobs / max(median(client_cpu), median(server_cpu))
-        cpu += f" + {median(server_cpu):.2f} s server (CPU-bound {bound:,.0f} jobs/s)"
     row = [
-        f"bulk enqueue: core.enqueue_many ({jobs:,} jobs, distinct payloads, one call{cpu})",
+        f"bulk enqueue: core.enqueue_many ({jobs:,} jobs, distinct payloads, one call)",
         f"{median(ours):,.0f} jobs/s (min {min(ours):,.0f}, max {max(ours):,.0f})",
     ]
     if peer:
@@ -225,7 +334,7 @@ def _recovery_rows(server: str, runs: int) -> list[list[str]]:
 
     results = []
     for i in range(runs):
-        results.append(asyncio.run(r.recovery(server)))
+        results.append(run(r.recovery(server)))
         console.print(
             f"  run {i + 1}: re-run after SIGKILL {results[-1].rerun_ms:.0f} ms, "
             f"drain {results[-1].drain_ms:.0f} ms",
@@ -285,6 +394,15 @@ def _tracing_rows(
     ]
 
 
+def _show_table(headers: list[str], rows: list[list[str]]) -> None:
+    table = Table(show_header=True, header_style="bold")
+    for header in headers:
+        table.add_column(header)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
 def _show(rows: list[list[str]], peer: bool) -> None:
     table = Table(show_header=True, header_style="bold")
     for header in (
@@ -306,12 +424,25 @@ def throughput_command(
     capacity: Annotated[
         int, typer.Option("--capacity", min=1, help="Worker capacity = claim batch.")
     ] = 100,
+    processes: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--processes",
+            min=1,
+            help="Run the workers as N separate `codity worker` processes instead (repeat for "
+            "a curve: --processes 1 --processes 2 --processes 4).",
+        ),
+    ] = None,
     runs: RunsOption = 3,
     peer: PeerOption = False,
     dsn: DsnOption = None,
 ) -> None:
-    """Drain N pre-enqueued no-op jobs with W in-process workers."""
+    """Drain N pre-enqueued no-op jobs with W in-process workers (or N worker processes)."""
     with _server(dsn) as server:
+        if processes:
+            rows = _processes_rows(server, jobs, sorted(set(processes)), capacity, runs)
+            _show_table(["worker processes", "codity (median)", "vs the first"], rows)
+            return
         _show(_throughput_rows(server, jobs, workers, capacity, runs, peer), peer)
 
 
@@ -319,14 +450,20 @@ def throughput_command(
 @friendly_errors
 def latency_command(
     count: Annotated[int, typer.Option("--count", min=10)] = 1000,
-    rate: Annotated[float, typer.Option("--rate", min=1)] = 200.0,
+    rate: Annotated[
+        list[float] | None,
+        typer.Option("--rate", min=1, help="Jobs enqueued per second (repeat for several)."),
+    ] = None,
     runs: RunsOption = 3,
     peer: PeerOption = False,
     dsn: DsnOption = None,
 ) -> None:
     """Enqueue → handler-start latency at a fixed enqueue rate, one idle worker."""
     with _server(dsn) as server:
-        _show(_latency_rows(server, count, rate, runs, peer), peer)
+        rows = []
+        for r in rate or [200.0]:
+            rows += _latency_rows(server, max(count, int(r)), r, runs, peer)
+        _show(rows, peer)
 
 
 @app.command("engine")
@@ -334,13 +471,69 @@ def latency_command(
 def engine_command(
     jobs: Annotated[int, typer.Option("--jobs", min=1)] = 20_000,
     loops: Annotated[int, typer.Option("--loops", min=1)] = 4,
-    batch: Annotated[int, typer.Option("--batch", min=1)] = 500,
+    batch: Annotated[int, typer.Option("--batch", min=1)] = 100,
     runs: RunsOption = 3,
     dsn: DsnOption = None,
 ) -> None:
-    """claim + complete through codity.core alone: the engine's ceiling without a worker."""
+    """claim + complete through codity.core alone, beside the raw-SQL ceiling (same run)."""
     with _server(dsn) as server:
-        _show(_engine_rows(server, jobs, loops, batch, runs), False)
+        _show_table(
+            ["benchmark", "codity (median)", "share of ceiling"],
+            _engine_rows(server, jobs, loops, batch, runs),
+        )
+
+
+@app.command("ceiling")
+@friendly_errors
+def ceiling_command(
+    jobs: Annotated[int, typer.Option("--jobs", min=1)] = 20_000,
+    loops: Annotated[int, typer.Option("--loops", min=1)] = 4,
+    batch: Annotated[int, typer.Option("--batch", min=1)] = 100,
+    runs: RunsOption = 3,
+    dsn: DsnOption = None,
+) -> None:
+    """The minimal claim + complete + execution-row SQL on this machine: the ceiling."""
+    with _server(dsn) as server:
+        results = [run(_b().ceiling(server, jobs, loops, batch)).jobs_per_s for _ in range(runs)]
+        _show_table(["benchmark", "median"], [["ceiling (raw SQL)", _spread(results)]])
+
+
+@app.command("history")
+@friendly_errors
+def history_command(
+    jobs: Annotated[int, typer.Option("--jobs", min=1)] = 20_000,
+    finished: Annotated[
+        int, typer.Option("--finished", min=1, help="Finished jobs already in the tables.")
+    ] = 1_000_000,
+    workers: Annotated[int, typer.Option("--workers", min=1)] = 2,
+    capacity: Annotated[int, typer.Option("--capacity", min=1)] = 100,
+    runs: RunsOption = 3,
+    dsn: DsnOption = None,
+) -> None:
+    """The throughput drain with a million finished jobs (and their executions) vs empty."""
+    with _server(dsn) as server:
+        _show_table(
+            ["drain", "codity (median)", "vs empty"],
+            _history_rows(server, jobs, workers, capacity, finished, runs),
+        )
+
+
+@app.command("xmin")
+@friendly_errors
+def xmin_command(
+    seconds: Annotated[float, typer.Option("--seconds", min=1)] = 60.0,
+    rate: Annotated[float, typer.Option("--rate", min=1)] = 3000.0,
+    workers: Annotated[int, typer.Option("--workers", min=1)] = 2,
+    capacity: Annotated[int, typer.Option("--capacity", min=1)] = 100,
+    runs: RunsOption = 3,
+    dsn: DsnOption = None,
+) -> None:
+    """Steady enqueue + drain with vs without a long REPEATABLE READ transaction open."""
+    with _server(dsn) as server:
+        _show_table(
+            ["run", "throughput", "enqueue → start p50", "p99", "dead tuples in jobs"],
+            _xmin_rows(server, seconds, rate, workers, capacity, runs),
+        )
 
 
 @app.command("enqueue")
@@ -362,6 +555,15 @@ def recovery_command(runs: RunsOption = 3, dsn: DsnOption = None) -> None:
     """Real worker/scheduler processes: SIGKILL -> the job re-run elsewhere; SIGTERM -> exit."""
     with _server(dsn) as server:
         _show(_recovery_rows(server, runs), False)
+
+
+async def _server_version(server: str) -> str:
+    conn = await asyncpg.connect(plain_dsn(server))
+    try:
+        version: str = await conn.fetchval("SHOW server_version")
+        return version
+    finally:
+        await conn.close()
 
 
 @app.command("tracing")
@@ -413,7 +615,7 @@ def _events_rows(
         )
     results = []
     for i in range(runs):
-        results.append(asyncio.run(_console().fan_out(server, streams, rate, seconds)))
+        results.append(run(_console().fan_out(server, streams, rate, seconds)))
         r = results[-1]
         console.print(
             f"  run {i + 1}: {r.streams} streams, {r.changes_per_s:,.0f} changes/s: "
@@ -496,174 +698,125 @@ async def _server_version(server: str) -> str:
 @app.command("report")
 @friendly_errors
 def report_command(
-    runs: RunsOption = 5,
+    runs: RunsOption = 3,
     dsn: DsnOption = None,
     output: Annotated[Path, typer.Option("--output")] = REPORT_PATH,
+    xmin_seconds: Annotated[
+        float, typer.Option("--xmin-seconds", min=1, help="Length of each xmin run.")
+    ] = 60.0,
 ) -> None:
-    """Run every benchmark beside the peer and write docs/BENCHMARKS.md."""
+    """Run every benchmark (beside the peer where there is one) and write docs/BENCHMARKS.md."""
     with _server(dsn) as server:
-        throughput_rows = _throughput_rows(server, 20_000, 2, 100, runs, True)
-        latency_rows = _latency_rows(server, 1000, 200.0, max(1, runs // 2), True)
-        engine_rows = _engine_rows(server, 20_000, 4, 500, runs)
-        recovery_rows = _recovery_rows(server, max(1, runs // 2))
-        enqueue_rows = _enqueue_rows(server, 100_000, runs, True)
-        tracing_rows = _tracing_rows(server, 20_000, 2, 100, runs)
-        events_rows = _events_rows(server, 200, 1000.0, 20.0, max(1, runs // 2), runs)
-        pg_version = asyncio.run(_server_version(server))
-    _show(throughput_rows + latency_rows + enqueue_rows, True)
-    _show(engine_rows + recovery_rows, False)
+        sections = [
+            Section(
+                "Beside the peer (pgqueuer)",
+                f"codity bench throughput --peer / latency --rate 200 --rate 2000 --peer / "
+                f"enqueue --peer, --runs {runs}",
+                ["benchmark", "codity (median)", "pgqueuer (median)", "ratio"],
+                _throughput_rows(server, 20_000, 2, 100, runs, True)
+                + _latency_rows(server, 1000, 200.0, runs, True)
+                + _latency_rows(server, 4000, 2000.0, runs, True)
+                + _enqueue_rows(server, 100_000, runs, True),
+                THROUGHPUT_NOTES,
+            ),
+            Section(
+                "Worker processes",
+                f"codity bench throughput --processes 1 --processes 2 --processes 4 --runs {runs}",
+                ["worker processes", "codity (median)", "vs one process"],
+                _processes_rows(server, 20_000, [1, 2, 4], 100, runs),
+                PROCESSES_NOTES,
+            ),
+            Section(
+                "The engine beside the ceiling",
+                f"codity bench engine --runs {runs} (engine and ceiling alternate)",
+                ["benchmark", "median", "share of ceiling"],
+                _engine_rows(server, 20_000, 4, 100, runs),
+                ENGINE_NOTES,
+            ),
+            Section(
+                "History",
+                f"codity bench history --runs {runs}",
+                ["drain", "codity (median)", "vs empty"],
+                _history_rows(server, 20_000, 2, 100, 1_000_000, runs),
+                HISTORY_NOTES,
+            ),
+            Section(
+                "A long transaction (the xmin horizon)",
+                f"codity bench xmin --seconds {xmin_seconds:.0f} --runs {runs}",
+                ["run", "throughput", "enqueue → start p50", "p99", "dead tuples in jobs"],
+                _xmin_rows(server, xmin_seconds, 3000.0, 2, 100, runs),
+                XMIN_NOTES,
+            ),
+            Section(
+                "Tracing (the worker's hot path)",
+                f"codity bench tracing --runs {runs}",
+                ["tracing", "codity (median)", "vs absent"],
+                _tracing_rows(server, 20_000, 2, 100, runs),
+                TRACING_NOTES,
+            ),
+            Section(
+                "Recovery (real processes)",
+                f"codity bench recovery --runs {max(1, runs // 2)}",
+                ["recovery", "codity (median)"],
+                _recovery_rows(server, max(1, runs // 2)),
+                RECOVERY_NOTES,
+            ),
+        ]
+        pg_version = run(_server_version(server))
+    for section in sections:
+        console.print(f"[bold]{section.title}[/]")
+        _show_table(section.columns, section.rows)
     machine = (
         f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}, "
         f"PostgreSQL {pg_version} (a throwaway local cluster, fsync off, unless `--dsn` was given). "
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."
     )
-    output.write_text(
-        render_report(
-            machine,
-            throughput_rows + latency_rows,
-            engine_rows,
-            runs,
-            recovery_rows,
-            enqueue_rows=enqueue_rows,
-            tracing_rows=tracing_rows,
-            events_rows=events_rows,
-        )
-    )
+    output.write_text(render_report(machine, sections, runs))
     console.print(f"[green]wrote[/] {output}")
 
 
-def render_report(
-    machine: str,
-    peer_rows: list[list[str]],
-    engine_rows: list[list[str]],
-    runs: int,
-    recovery_rows: list[list[str]] | None = None,
-    *,
-    enqueue_rows: list[list[str]] | None = None,
-    tracing_rows: list[list[str]] | None = None,
-    events_rows: list[list[str]] | None = None,
-) -> str:
-    """docs/BENCHMARKS.md from measured rows. Pure, so a test can re-render the committed file
-    from its own figures and catch a hand edit or a template change never regenerated."""
-    lines = [
-        "# Benchmarks",
-        "",
-        "Generated by `codity bench report` — do not edit by hand; re-run the command to refresh.",
-        f"Machine: {machine}",
-        "",
-        "Ours and the peer run alternately against the same server, so a noisy neighbour hits both;",
-        "figures are medians of the runs, and the ratio is the figure to read (absolute numbers",
-        "drift from run to run on shared machines). Ratio > 1 means codity is better: more jobs/s,",
-        "or lower latency (peer latency ÷ ours).",
-        "",
-        "| benchmark | codity (median) | pgqueuer (median) | ratio |",
-        "|---|---|---|---|",
-        *(f"| {' | '.join(row)} |" for row in peer_rows),
-        "",
-        "| engine ceiling | codity (median) |",
-        "|---|---|",
-        *(f"| {' | '.join(row)} |" for row in engine_rows),
-        "",
-        *(
-            [
-                "| recovery (real processes) | codity (median) |",
-                "|---|---|",
-                *(f"| {' | '.join(row)} |" for row in recovery_rows),
-                "",
-            ]
-            if recovery_rows
-            else []
-        ),
-        *(
-            [
-                "| bulk enqueue | codity (median) | pgqueuer (median) | ratio |",
-                "|---|---|---|---|",
-                *(f"| {' | '.join(row)} |" for row in enqueue_rows),
-                "",
-            ]
-            if enqueue_rows
-            else []
-        ),
-        *(
-            [
-                "| tracing (the worker's hot path) | codity (median) | vs absent |",
-                "|---|---|---|",
-                *(f"| {' | '.join(row)} |" for row in tracing_rows),
-                "",
-            ]
-            if tracing_rows
-            else []
-        ),
-        *(
-            [
-                "| live events (dashboard) | codity (median) |",
-                "|---|---|",
-                *(f"| {' | '.join(row)} |" for row in events_rows),
-                "",
-            ]
-            if events_rows
-            else []
-        ),
-        "## How each figure is measured",
-        "",
-        "- **throughput**: N no-op jobs are enqueued first (`core.enqueue_many`), then W workers start",
-        "  (the real `Worker`: producer sized to free slots, executor, batched completer, heartbeat,",
-        "  LISTEN/NOTIFY), in one process, as the peer script runs its workers. Timed from starting the",
-        "  workers until the database shows every job `completed` — stricter than the peer's clock,",
-        "  which stops when its last handler is called.",
-        "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate; the handler",
-        "  records `now - enqueue time`. The worker wakes on NOTIFY, not on its poll interval.",
-        "- **engine**: `core.claim` + `core.complete` in loops, no handler: the cost of the protocol.",
-        *(
-            [
-                "- **live events** (`codity bench events`): the drain above with the live-events",
-                "  triggers and without them (dropped in that run's database), alternating; then the",
-                "  API under uvicorn in the benchmark's process with N event streams open on one",
-                "  project while jobs change state R times a second (enqueue batches of 100): messages",
-                "  per stream per second, delivery delay, the largest mailbox, and the process's RSS",
-                "  sampled every second (flat = bounded memory).",
-            ]
-            if events_rows
-            else []
-        ),
-        *(
-            [
-                "- **recovery** (`codity bench recovery`): two `codity worker` processes and a",
-                "  `codity scheduler`; the worker running a long job is SIGKILLed, timed until the job is",
-                "  leased again by the other worker (floor: the lease plus up to one tick); then that",
-                "  worker gets SIGTERM, timed until it has exited (floor: the grace period). No peer",
-                "  column: pgqueuer has no leases to compare.",
-            ]
-            if recovery_rows
-            else []
-        ),
-        *(
-            [
-                "- **bulk enqueue** (`codity bench enqueue`): 100,000 jobs with distinct small payloads",
-                "  through one `core.enqueue_many` call (the NewJob objects built before the clock",
-                "  starts), beside pgqueuer's `Queries.enqueue` in chunks of 5,000 on the same server;",
-                "  and `codity enqueue bench noop -n 100000` in its own process: the rate it prints (the",
-                "  enqueue), with the whole command's wall time (Python start-up included) in the label.",
-                "  The label also gives the CPU seconds our process and its PostgreSQL backend spent",
-                "  (getrusage, /proc): independent of the machine's other load, and the rate they bound",
-                "  when the machine is idle (chunks are pipelined, so the busier side sets the pace).",
-            ]
-            if enqueue_rows
-            else []
-        ),
-        *(
-            [
-                "- **tracing** (`codity bench tracing`): the throughput drain, each run in a process of",
-                "  its own, with OpenTelemetry absent (its import blocked, as without `codity[otel]`),",
-                "  installed but without a tracer provider, and on (the SDK, a span per attempt, spans",
-                "  dropped by the exporter); alternating. Absent vs idle shows the hooks cost nothing",
-                "  measurable; on shows what tracing costs when wanted.",
-            ]
-            if tracing_rows
-            else []
-        ),
-        "",
-        f"Regenerate: `codity bench report --runs {runs}` (about five minutes).",
-        "",
-    ]
-    return "\n".join(lines)
+THROUGHPUT_NOTES = [
+    "- **throughput**: N no-op jobs are enqueued first (`core.enqueue_many`), then W workers start",
+    "  (the real `Worker`: producer sized to free slots, executor, batched completer, heartbeat,",
+    "  LISTEN/NOTIFY), in one process, as the peer script runs its workers. Timed from starting the",
+    "  workers until the database shows every job `completed` — stricter than the peer's clock,",
+    "  which stops when its last handler is called.",
+    "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate (paced by the",
+    "  schedule, both sides); the handler records `now - enqueue time`. The worker wakes on NOTIFY.",
+    "- **bulk enqueue**: 100,000 jobs through one `core.enqueue_many` call beside pgqueuer's bulk",
+    "  enqueue, and `codity enqueue -n 100000` as a user runs it.",
+]
+PROCESSES_NOTES = [
+    "Separate `codity worker` processes (capacity 100 each) drain 20,000 pre-enqueued no-op jobs;",
+    "the queue is paused while they start, and the clock runs from the resume until every job is",
+    "completed. PostgreSQL shares the same 2 cores.",
+]
+ENGINE_NOTES = [
+    "- **engine**: `core.claim` + `core.complete` in 4 loops, batch 100, no handler: the cost of",
+    "  the protocol (fencing, execution rows, dependants step, lifecycle trigger, foreign keys).",
+    "- **ceiling**: the minimal SQL any PostgreSQL queue runs per batch (SKIP LOCKED claim on a",
+    "  matching partial index, completion, one execution row), on tables of its own, same loops.",
+]
+HISTORY_NOTES = [
+    "The throughput drain (20,000 jobs, 2 workers × 100) on a database copied from a template",
+    "that holds 1,000,000 completed jobs and their execution rows (vacuumed and analysed), beside",
+    "the same drain on empty tables.",
+]
+TRACING_NOTES = [
+    "The throughput drain with OpenTelemetry absent, installed but idle (no tracer provider), and",
+    "tracing on (SDK provider, a span per attempt, spans dropped); each run in a process of its own",
+    "(bench/tracing_mode.py), alternating.",
+]
+RECOVERY_NOTES = [
+    "Two `codity worker` processes and a `codity scheduler`; the worker running a long job is",
+    "SIGKILLed, timed until the job is leased again by the other worker (floor: the lease plus up",
+    "to one tick); then that worker gets SIGTERM, timed until it has exited (floor: the grace",
+    "period). No peer column: pgqueuer has no leases to compare.",
+]
+XMIN_NOTES = [
+    "Steady enqueue (batches every 10 ms) while 2 workers drain, then the drain of what is left;",
+    "once with nothing else running and once with a REPEATABLE READ transaction (a snapshot) held",
+    "open the whole time, which keeps every dead row of `jobs` from being vacuumed. Latency is",
+    "enqueue → handler start over every job (database clock); throughput is jobs ÷ (first",
+    "enqueue → last completion). Dead tuples: `pg_stat_user_tables.n_dead_tup` at the end.",
+]

@@ -90,6 +90,17 @@ async def scratch_database(server_url: str) -> AsyncIterator[str]:
         yield url
 
 
+@asynccontextmanager
+async def copy_of(server_url: str, template: str) -> AsyncIterator[str]:
+    """A new database copied from `template` (a file copy: fast even for a million rows)."""
+    name = f"codity_bench_{uuid.uuid4().hex[:10]}"
+    await _admin(server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    try:
+        yield with_database(server_url, name)
+    finally:
+        await _admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 async def _make_queue(pool: asyncpg.Pool[Any]) -> uuid.UUID:
     org = await pool.fetchval(
         "INSERT INTO organizations (name, slug) VALUES ('bench', 'bench') RETURNING id"
@@ -103,6 +114,14 @@ async def _make_queue(pool: asyncpg.Pool[Any]) -> uuid.UUID:
     return queue_id
 
 
+async def _bench_queue(pool: asyncpg.Pool[Any]) -> uuid.UUID:
+    """The bench queue of a copied database, or a new one in an empty database."""
+    found: uuid.UUID | None = await pool.fetchval(
+        "SELECT id FROM queues WHERE name = $1", BENCH_QUEUE
+    )
+    return found if found is not None else await _make_queue(pool)
+
+
 async def _fill(pool: asyncpg.Pool[Any], queue_id: uuid.UUID, n: int, handler: str) -> None:
     for start in range(0, n, ENQUEUE_CHUNK):
         size = min(ENQUEUE_CHUNK, n - start)
@@ -110,21 +129,25 @@ async def _fill(pool: asyncpg.Pool[Any], queue_id: uuid.UUID, n: int, handler: s
     await pool.execute("VACUUM ANALYZE jobs")
 
 
-def _worker_config(url: str, capacity: int) -> WorkerConfig:
+def _worker_config(url: str, capacity: int, *, poll_interval_ms: int = 500) -> WorkerConfig:
     return WorkerConfig(
         database_url=url,
         capacity=capacity,
         queue_names=(BENCH_QUEUE,),
         heartbeat_ms=5000,
         lease_ms=30000,
-        poll_interval_ms=500,
+        poll_interval_ms=poll_interval_ms,
         shutdown_grace_ms=5000,
         version=VERSION,
     )
 
 
-async def _completed(pool: asyncpg.Pool[Any]) -> int:
-    count: int = await pool.fetchval("SELECT count(*) FROM jobs WHERE status = 'completed'")
+async def _completed(pool: asyncpg.Pool[Any], after_id: int = 0) -> int:
+    """Completed jobs with an id above `after_id` (history already in the table is not
+    counted)."""
+    count: int = await pool.fetchval(
+        "SELECT count(*) FROM jobs WHERE status = 'completed' AND id > $1", after_id
+    )
     return count
 
 
@@ -144,8 +167,16 @@ async def drop_event_triggers(pool: asyncpg.Pool[Any]) -> None:
 
 
 async def throughput(
-    server_url: str, jobs: int, workers: int, capacity: int, *, events: bool = True
+    server_url: str,
+    jobs: int,
+    workers: int,
+    capacity: int,
+    *,
+    events: bool = True,
+    template: str | None = None,
 ) -> Throughput:
+    """`template`: start from a copy of that database (history already in it) instead of an
+    empty one. `events=False`: without the live-events triggers."""
     registry = HandlerRegistry()
     handled = [0]
     all_handled = asyncio.Event()
@@ -156,12 +187,14 @@ async def throughput(
         if handled[0] >= jobs:
             all_handled.set()
 
-    async with scratch_database(server_url) as url:
+    database = scratch_database(server_url) if template is None else copy_of(server_url, template)
+    async with database as url:
         pool = await create_pool(url, min_size=1, max_size=4, application_name="codity-bench")
         try:
             if not events:
                 await drop_event_triggers(pool)
-            queue_id = await _make_queue(pool)
+            queue_id = await _bench_queue(pool)
+            history: int = await pool.fetchval("SELECT coalesce(max(id), 0) FROM jobs")
             await _fill(pool, queue_id, jobs, "noop")
             stop = asyncio.Event()
             started = time.perf_counter()
@@ -171,7 +204,7 @@ async def throughput(
             ]
             await all_handled.wait()
             # Handlers have all run; the clock stops when the batched completions are recorded.
-            while await _completed(pool) < jobs:  # noqa: ASYNC110 - polling the database, not an in-process flag
+            while await _completed(pool, history) < jobs:  # noqa: ASYNC110 - polling the database, not an in-process flag
                 await asyncio.sleep(0.005)
             elapsed = time.perf_counter() - started
             stop.set()
@@ -197,15 +230,18 @@ async def latency(server_url: str, count: int, rate: float) -> Latency:
         try:
             queue_id = await _make_queue(pool)
             stop = asyncio.Event()
-            worker = Worker(_worker_config(url, 10), registry)
+            worker = Worker(_worker_config(url, 10, poll_interval_ms=1000), registry)
             task = asyncio.create_task(worker.run(stop))
             await asyncio.wait_for(worker.ready.wait(), 30)
             await asyncio.sleep(0.5)
-            for _ in range(count):
+            began = time.monotonic()
+            for i in range(count):
                 await core.enqueue(
                     pool, queue_id, core.NewJob(handler="lat", payload={"t": time.time()})
                 )
-                await asyncio.sleep(1 / rate)
+                # Paced by the schedule, not by a fixed sleep after each enqueue: at 2,000/s the
+                # enqueue's own round trip is a large part of the 0.5 ms between jobs.
+                await asyncio.sleep(max(0.0, began + (i + 1) / rate - time.monotonic()))
             await asyncio.wait_for(done.wait(), 60)
             stop.set()
             await task
@@ -345,3 +381,279 @@ async def cli_enqueue_rate(server_url: str, jobs: int) -> CliEnqueue:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+# ---------------------------------------------------------------------------- processes
+
+
+async def _wait_for(check: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def throughput_processes(
+    server_url: str, jobs: int, processes: int, capacity: int
+) -> Throughput:
+    """N `codity worker` processes (separate OS processes, as deployed) drain N pre-enqueued
+    no-op jobs. The queue is paused while they start, so Python's start-up is not timed: the
+    clock runs from the resume (and its NOTIFY) until every job is completed."""
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
+        procs: list[asyncio.subprocess.Process] = []
+        try:
+            queue_id = await _make_queue(pool)
+            await core.pause_queue(pool, queue_id)
+            await _fill(pool, queue_id, jobs, "noop")
+            env = {
+                **os.environ,
+                "DATABASE_URL": url,
+                "LOG_LEVEL": "WARNING",
+                "WORKER_HEARTBEAT_MS": "5000",
+                "WORKER_LEASE_MS": "30000",
+                "WORKER_POLL_INTERVAL_MS": "500",
+            }
+            command = [
+                "-m",
+                "codity",
+                "worker",
+                "--queues",
+                BENCH_QUEUE,
+                "--capacity",
+                str(capacity),
+            ]
+            for _ in range(processes):
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    *command,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.DEVNULL,
+                    env=env,
+                )
+                procs.append(proc)
+
+            async def all_listening() -> bool:
+                n: int = await pool.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND application_name = 'codity-worker-listen'"
+                )
+                return n >= processes
+
+            await _wait_for(all_listening, 60, f"{processes} worker processes")
+            started = time.perf_counter()
+            await core.resume_queue(pool, queue_id)
+            await pool.execute("SELECT pg_notify('codity_jobs', $1::text)", str(queue_id))
+            while await _completed(pool) < jobs:  # noqa: ASYNC110 - polling the database
+                await asyncio.sleep(0.01)
+            return Throughput(jobs=jobs, seconds=time.perf_counter() - started)
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.terminate()
+            for proc in procs:
+                try:
+                    await asyncio.wait_for(proc.wait(), 15)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+            await pool.close()
+
+
+# ---------------------------------------------------------------------------- ceiling
+
+#: The minimal SQL any PostgreSQL queue must run per batch: claim (SKIP LOCKED, ordered by a
+#: matching partial index), complete, one execution row per job. Tables of its own, no fencing,
+#: no triggers, no foreign keys to other tables: a ceiling, not a design.
+_CEILING_DDL = """
+CREATE TABLE ceiling_jobs (
+  id bigserial PRIMARY KEY, queue_id int NOT NULL, status text NOT NULL,
+  priority int NOT NULL DEFAULT 0, run_at timestamptz NOT NULL DEFAULT now(),
+  attempt int NOT NULL DEFAULT 0, worker_id text, claimed_at timestamptz,
+  lock_expires_at timestamptz, finished_at timestamptz, payload jsonb NOT NULL DEFAULT '{}');
+CREATE INDEX ceiling_claim ON ceiling_jobs (queue_id, priority DESC, run_at, id)
+  WHERE status = 'queued';
+CREATE TABLE ceiling_exec (
+  id bigserial PRIMARY KEY,
+  job_id bigint NOT NULL REFERENCES ceiling_jobs (id) ON DELETE CASCADE,
+  seq int NOT NULL, status text NOT NULL, started_at timestamptz, finished_at timestamptz,
+  UNIQUE (job_id, seq));
+"""
+_CEILING_CLAIM = """
+UPDATE ceiling_jobs j SET status = 'running', worker_id = $1, claimed_at = now(),
+  lock_expires_at = now() + interval '30 s', attempt = j.attempt + 1
+FROM (SELECT id FROM ceiling_jobs WHERE queue_id = 1 AND status = 'queued' AND run_at <= now()
+      ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED LIMIT $2) s
+WHERE j.id = s.id RETURNING j.id, j.attempt
+"""
+_CEILING_COMPLETE = """
+WITH d AS (UPDATE ceiling_jobs SET status = 'completed', finished_at = now()
+           WHERE id = ANY($1::bigint[]) AND worker_id = $2 AND status = 'running'
+           RETURNING id, attempt, claimed_at)
+INSERT INTO ceiling_exec (job_id, seq, status, started_at, finished_at)
+SELECT id, attempt, 'completed', claimed_at, now() FROM d
+"""
+
+
+async def ceiling(server_url: str, jobs: int, loops: int, batch: int) -> Throughput:
+    """The raw-SQL ceiling on this machine, measured like `engine` (same loops, same batch)."""
+    async with empty_database(server_url, "codity_ceiling") as url:
+        conn = await asyncpg.connect(plain_dsn(url))
+        try:
+            await conn.execute(_CEILING_DDL)
+            await conn.copy_records_to_table(
+                "ceiling_jobs",
+                records=[(1, "queued") for _ in range(jobs)],
+                columns=["queue_id", "status"],
+            )
+            await conn.execute("VACUUM ANALYZE ceiling_jobs")
+        finally:
+            await conn.close()
+
+        async def loop(k: int) -> int:
+            c = await asyncpg.connect(plain_dsn(url))
+            done = 0
+            try:
+                while rows := await c.fetch(_CEILING_CLAIM, f"w{k}", batch):
+                    await c.execute(_CEILING_COMPLETE, [r[0] for r in rows], f"w{k}")
+                    done += len(rows)
+            finally:
+                await c.close()
+            return done
+
+        started = time.perf_counter()
+        counts = await asyncio.gather(*(loop(k) for k in range(loops)))
+        return Throughput(jobs=sum(counts), seconds=time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------------------- history
+
+HISTORY_CHUNK = 100_000
+
+
+@asynccontextmanager
+async def history_template(server_url: str, finished: int) -> AsyncIterator[str]:
+    """A migrated database holding `finished` completed jobs of the bench queue, each with its
+    execution row, vacuumed and analysed: the template every history run copies."""
+    async with scratch_database(server_url) as url:
+        conn = await asyncpg.connect(plain_dsn(url))
+        try:
+            queue_id = await conn.fetchval(
+                "WITH o AS (INSERT INTO organizations (name, slug) VALUES ('bench', 'bench') "
+                "RETURNING id), p AS (INSERT INTO projects (org_id, name, slug) "
+                "SELECT id, 'bench', 'bench' FROM o RETURNING id) "
+                "INSERT INTO queues (project_id, name) SELECT id, $1 FROM p RETURNING id",
+                BENCH_QUEUE,
+            )
+            for start in range(0, finished, HISTORY_CHUNK):
+                size = min(HISTORY_CHUNK, finished - start)
+                await conn.execute(
+                    """
+                    WITH made AS (
+                      INSERT INTO jobs (queue_id, handler, payload, status, run_at, attempt,
+                                        max_attempts, execution_seq, claimed_at, started_at,
+                                        finished_at, created_at, updated_at)
+                      SELECT $1, 'noop', '{}', 'completed', t, 1, 3, 1, t, t, t, t, t
+                      FROM (SELECT now() - interval '2 days' + g * interval '100 ms' AS t
+                            FROM generate_series(1, $2::integer) g) s
+                      RETURNING id, queue_id, claimed_at, started_at, finished_at
+                    )
+                    INSERT INTO job_executions (job_id, queue_id, execution_seq, attempt, status,
+                                                claimed_at, started_at, finished_at)
+                    SELECT id, queue_id, 1, 1, 'completed', claimed_at, started_at, finished_at
+                    FROM made
+                    """,
+                    queue_id,
+                    size,
+                )
+            await conn.execute("VACUUM ANALYZE")
+        finally:
+            await conn.close()
+        name = url.rsplit("/", 1)[-1].split("?", 1)[0]
+        yield name
+
+
+# ---------------------------------------------------------------------------- xmin
+
+
+@dataclass(frozen=True)
+class SteadyRun:
+    jobs: int
+    jobs_per_s: float
+    p50_ms: float
+    p99_ms: float
+    dead_tuples: int
+
+
+async def steady(
+    server_url: str,
+    *,
+    seconds: float,
+    rate: float,
+    workers: int,
+    capacity: int,
+    hold_snapshot: bool,
+) -> SteadyRun:
+    """`seconds` of steady enqueue at `rate` jobs/s (batches every 10 ms) while W workers drain,
+    then the drain of what is left; optionally with a REPEATABLE READ transaction held open the
+    whole time (a slow report, a replica with hot_standby_feedback), which pins the xmin horizon:
+    no dead row of `jobs` can be vacuumed while it is open.
+
+    Figures from the database: enqueue -> handler start (created_at -> started_at) p50/p99 over
+    every job, and throughput = jobs / (first enqueue -> last completion)."""
+    registry = HandlerRegistry()
+
+    @registry.handler("noop")
+    async def noop(ctx: JobContext) -> None:
+        return None
+
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=3, application_name="codity-bench")
+        holder = await asyncpg.connect(plain_dsn(url))
+        stop = asyncio.Event()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            queue_id = await _make_queue(pool)
+            batch_every = 0.01
+            per_batch = max(1, round(rate * batch_every))
+            if hold_snapshot:
+                await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                await holder.fetchval("SELECT count(*) FROM queues")  # takes the snapshot
+            ws = [Worker(_worker_config(url, capacity), registry) for _ in range(workers)]
+            tasks = [asyncio.create_task(w.run(stop)) for w in ws]
+            for w in ws:
+                await asyncio.wait_for(w.ready.wait(), 30)
+            began = time.monotonic()
+            total = 0
+            batches = int(seconds / batch_every)
+            for i in range(batches):
+                await core.enqueue_many(pool, queue_id, [core.NewJob(handler="noop")] * per_batch)
+                total += per_batch
+                await asyncio.sleep(max(0.0, began + (i + 1) * batch_every - time.monotonic()))
+            while await _completed(pool) < total:  # noqa: ASYNC110 - polling the database
+                await asyncio.sleep(0.05)
+            row = await pool.fetchrow(
+                """SELECT count(*) AS n,
+                          extract(epoch FROM max(finished_at) - min(created_at)) AS span,
+                          percentile_cont(0.5) WITHIN GROUP (ORDER BY started_at - created_at)
+                            AS p50,
+                          percentile_cont(0.99) WITHIN GROUP (ORDER BY started_at - created_at)
+                            AS p99
+                   FROM jobs"""
+            )
+            dead: int = await pool.fetchval(
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs'"
+            )
+            return SteadyRun(
+                jobs=row["n"],
+                jobs_per_s=row["n"] / float(row["span"]),
+                p50_ms=row["p50"].total_seconds() * 1000,
+                p99_ms=row["p99"].total_seconds() * 1000,
+                dead_tuples=dead,
+            )
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await holder.close()
+            await pool.close()

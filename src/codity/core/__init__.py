@@ -9,7 +9,7 @@ proves each guarantee.
 
 from __future__ import annotations
 
-from codity.core.claim import ClaimedJob, claim
+from codity.core.claim import ClaimCursor, ClaimedJob, claim
 from codity.core.connection import Conn, transaction
 from codity.core.cron import materialise_cron, occurrence_key
 from codity.core.dlq import discard_dead_letters, replay_dead_letters, replay_queue_dead_letters
@@ -59,6 +59,7 @@ __all__ = [
     "INSERT_CHUNK",
     "NOTIFY_CHANNEL",
     "BatchResult",
+    "ClaimCursor",
     "ClaimedJob",
     "Completion",
     "Conn",

@@ -127,17 +127,18 @@ def root_node(explain_json: Any) -> dict[str, Any]:
 
 
 def select_node(plan: dict[str, Any]) -> dict[str, Any]:
-    """The claim's candidate selection for one queue: the Limit node above LockRows.
+    """The claim's candidate selection: the Limit node above LockRows that found the jobs.
 
-    The claim serves several queues in one statement, so its plan also has an outer Limit (the
-    total); the per-queue Limit is the one that finds, orders and locks jobs. When no Limit
-    sits on a LockRows (a broken claim), the first Limit is returned and the checks fail.
+    The claim serves several queues in one statement and reads each queue as up to three index
+    ranges (around its cursor), so its plan has an outer Limit (the total) and one Limit over
+    LockRows per range; the one that matters is the range that returned the rows (with
+    ANALYZE: the most actual rows; without, the first). When no Limit sits on a LockRows (a
+    broken claim), the first Limit is returned and the checks fail.
     """
     limits = [n for n in walk(plan) if n["Node Type"] == "Limit"]
-    for node in limits:
-        children = node.get("Plans", [])
-        if children and children[0]["Node Type"] == "LockRows":
-            return node
+    locking = [n for n in limits if n.get("Plans") and n["Plans"][0]["Node Type"] == "LockRows"]
+    if locking:
+        return max(locking, key=lambda n: n.get("Actual Rows", 0))
     if limits:
         return limits[0]
     raise ValueError("the claim plan has no Limit node: is the statement still a LIMITed claim?")
@@ -168,8 +169,9 @@ def shape(node: dict[str, Any]) -> str:
     return " -> ".join(parts)
 
 
-def claim_params(filled: Filled) -> tuple[uuid.UUID, int, list[uuid.UUID], int]:
-    return (filled.worker_id, LEASE_MS, [filled.claim_queue_id], CLAIM_LIMIT)
+def claim_params(filled: Filled) -> tuple[Any, ...]:
+    # no cursor ($5-$7 NULL): the claim scans the queue from the front of the index
+    return (filled.worker_id, LEASE_MS, [filled.claim_queue_id], CLAIM_LIMIT, None, None, None)
 
 
 async def explain_claim_json(conn: asyncpg.Connection[Any], filled: Filled) -> dict[str, Any]:

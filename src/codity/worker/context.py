@@ -14,6 +14,49 @@ from codity import core
 from codity.worker.job_logger import JobLogger
 
 
+class CancelFlag:
+    """`ctx.cancelled`: set when an operator cancels the job, it times out, its lease is lost or
+    the worker drains. The same calls as `threading.Event` (is_set, set, wait, clear), but the
+    Event (a lock and a condition) is only built when a handler waits on it: one is made per
+    job, thousands a second, and almost no handler ever waits."""
+
+    __slots__ = ("_event", "_set")
+
+    _make_event = threading.Lock()
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        event = self._event
+        if event is not None:
+            event.set()
+
+    def clear(self) -> None:
+        self._set = False
+        event = self._event
+        if event is not None:
+            event.clear()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block (a sync handler's thread) until set or `timeout` seconds have passed."""
+        if self._event is None:
+            with CancelFlag._make_event:
+                if self._event is None:
+                    event = threading.Event()
+                    if self._set:
+                        event.set()
+                    self._event = event
+        if self._set:
+            self._event.set()
+        return self._event.wait(timeout)
+
+
 @dataclass
 class JobContext:
     """Passed to every handler. `job_id` + `attempt` let a handler deduplicate side effects
@@ -31,7 +74,7 @@ class JobContext:
     logger: JobLogger
     #: Set when an operator cancels the job or the worker times it out or drains. Async handlers
     #: are also cancelled outright; a sync handler (in a thread) should poll `is_set()`.
-    cancelled: threading.Event
+    cancelled: CancelFlag | threading.Event
     #: The worker's database pool, for handlers that read the database (report.generate).
     db: Any
     #: W3C traceparent of the code that enqueued the job, when it was traced.

@@ -14,7 +14,6 @@ import asyncio
 import inspect
 import json
 import logging
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -26,7 +25,7 @@ import structlog
 
 from codity import core, tracing
 from codity.worker.completer import Completer, Finished
-from codity.worker.context import JobContext
+from codity.worker.context import CancelFlag, JobContext
 from codity.worker.job_logger import JobLogger
 from codity.worker.registry import HandlerRegistry, RegisteredHandler
 from codity.worker.running import Running, RunningJob
@@ -227,7 +226,7 @@ class Executor:
             trace_parent=job.trace_parent,
             deadline=deadline,
             logger=JobLogger(fence),
-            cancelled=threading.Event(),
+            cancelled=CancelFlag(),
             db=self._db,
             _fence=fence,
             _loop=loop,

@@ -6,6 +6,12 @@ a worker that cannot start it at once. It wakes on a NOTIFY for one of its queue
 slot, or on the poll timer (the fallback); when a claim filled every free slot it claims again
 as soon as a slot frees.
 
+Each claim of a queue starts where this producer's previous claim of it ended (a
+`core.ClaimCursor`): the index entries of the jobs it already took are skipped instead of
+stepped over, which keeps claims cheap while a long transaction stops vacuum from removing
+them. Every CURSOR_RESCAN_S one claim reads from the front of the index again, so a job that
+came back with an older key (released, reaped, promoted) waits at most that long.
+
 A claim and a heartbeat never overlap (`claim_lock`): the heartbeat gives back jobs leased under
 this worker's id that the worker does not hold, and a job whose claim reply is still on its way
 is not held yet. Holding the lock until the claimed jobs are registered closes that race; a
@@ -24,6 +30,9 @@ from codity import core
 from codity.core.loop_service import LoopService
 from codity.worker.connection import HeldConnection
 from codity.worker.executor import Executor
+
+#: How often a claim ignores its cursors and reads each queue from the front of the index.
+CURSOR_RESCAN_S = 1.0
 
 
 class Producer(LoopService):
@@ -57,6 +66,8 @@ class Producer(LoopService):
         self._next_refresh = time.monotonic() + self._refresh_s
         self._executor = executor
         self._claim_lock = claim_lock
+        self._cursors: dict[UUID, core.ClaimCursor] = {}
+        self._next_rescan = 0.0
         self.claims = 0
 
     def on_error(self, exc: Exception) -> None:
@@ -71,10 +82,25 @@ class Producer(LoopService):
         if free <= 0 or not queue_ids:
             return False
         conn = await self.held.get()
+        now = time.monotonic()
+        rescan = now >= self._next_rescan
+        if rescan:
+            self._next_rescan = now + CURSOR_RESCAN_S
         async with self._claim_lock:
-            claimed = await core.claim(conn, self._worker_id, queue_ids, free, self._lease_ms)
+            claimed = await core.claim(
+                conn,
+                self._worker_id,
+                queue_ids,
+                free,
+                self._lease_ms,
+                None if rescan else self._cursors,
+            )
             self.claims += 1
             if claimed:
                 self._executor.start(claimed)  # in hand before the lock is released
+        for job in claimed:  # in claim order: the last of each queue is where it ended
+            cursor = core.ClaimCursor.after(job)
+            if cursor is not None:
+                self._cursors[job.queue_id] = cursor
         # Filled every free slot: more work is probably waiting; claim again once slots free.
         return False

@@ -130,7 +130,7 @@ def _broken_claim(broken_sql: str) -> Any:
     from codity.core.claim import _job
 
     async def claim_fn(conn: Any, worker_id: uuid.UUID, queue_id: uuid.UUID) -> list[Any]:
-        rows = await conn.fetch(broken_sql, worker_id, 30_000, [queue_id], 3)
+        rows = await conn.fetch(broken_sql, worker_id, 30_000, [queue_id], 3, None, None, None)
         return [_job(r, worker_id) for r in rows]
 
     return claim_fn

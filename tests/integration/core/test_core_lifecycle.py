@@ -10,6 +10,7 @@ from tests.factories import make_queue, project_of
 from tests.integration.core.helpers import executions, job_row, new_worker
 
 from codity.core import (
+    ClaimCursor,
     Completion,
     Failure,
     NewJob,
@@ -24,6 +25,7 @@ from codity.core import (
     release,
     resume_queue,
 )
+from codity.db.pool import connect
 from codity.domain.states import JobStatus
 
 LEASE_MS = 30_000
@@ -249,3 +251,74 @@ async def test_heartbeat_extends_only_held_leases_and_gives_back_the_rest(
     assert by_id[kept.id] > 50
     assert by_id[theirs.id] < 2  # another worker's lease is not touched, nor given back
     assert (await job_row(db, theirs.id))["status"] == "claimed"
+
+
+async def _index_entries_read(db: asyncpg.Connection[Any]) -> int:
+    await db.execute("SELECT pg_stat_force_next_flush()")  # this session's counts, now
+    await db.execute("SELECT pg_stat_clear_snapshot()")
+    n: int = await db.fetchval(
+        "SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'idx_jobs_claim'"
+    )
+    return n
+
+
+async def _claim_reads(
+    db: asyncpg.Connection[Any],
+    worker_id: uuid.UUID,
+    queue_id: uuid.UUID,
+    cursor: ClaimCursor | None,
+) -> tuple[int, list[int]]:
+    """How many claim-index entries a claim of 10 reads, and the ids it claims (rolled back)."""
+    cursors = {queue_id: cursor} if cursor else None
+    before = await _index_entries_read(db)
+    tx = db.transaction()
+    await tx.start()
+    try:
+        ids = [j.id for j in await claim(db, worker_id, [queue_id], 10, LEASE_MS, cursors)]
+    finally:
+        await tx.rollback()
+    return await _index_entries_read(db) - before, sorted(ids)
+
+
+async def test_a_cursor_claim_skips_claimed_jobs_a_held_snapshot_keeps_in_the_index(
+    db: asyncpg.Connection[Any], database_url: str, queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """The xmin mechanism: with a REPEATABLE READ transaction open elsewhere, the index entries
+    of claimed jobs cannot be vacuumed; a claim from the front of the index steps over all of
+    them, a claim that starts after its cursor does not. Same jobs, same order."""
+    made = await enqueue_many(db, queue_id, [NewJob("h") for _ in range(3000)])
+    holder = await connect(database_url)
+    try:
+        await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        await holder.fetchval("SELECT count(*) FROM jobs")  # the snapshot is taken now
+        taken = []
+        for _ in range(29):
+            taken += await claim(db, worker_id, [queue_id], 100, LEASE_MS)
+        await db.execute("VACUUM jobs")  # can remove nothing the snapshot may still see
+        cursor = ClaimCursor.after(taken[-1])
+        front, front_ids = await _claim_reads(db, worker_id, queue_id, None)
+        after, after_ids = await _claim_reads(db, worker_id, queue_id, cursor)
+    finally:
+        await holder.close()
+    expected = sorted(m.id for m in made[2900:2910])
+    assert front_ids == after_ids == expected
+    # from the front: the 2,900 entries of claimed jobs, then 10; after the cursor: about 10
+    print(f"claim-index entries read: from the front {front}, after the cursor {after}")
+    assert front >= 2900
+    assert after < 100, f"the cursor claim read {after} index entries (from the front: {front})"
+
+
+async def test_a_job_given_back_behind_the_cursor_is_found_by_the_next_full_claim(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """The cursor's price: a job that comes back with an older key is behind it; a claim
+    without the cursor (the producer makes one every CURSOR_RESCAN_S) finds it."""
+    await enqueue_many(db, queue_id, [NewJob("h") for _ in range(3)])
+    first, second = await claim(db, worker_id, [queue_id], 2, LEASE_MS)
+    await release(db, [first.fence])
+    cursor = {queue_id: ClaimCursor.after(second)}
+    assert cursor[queue_id] is not None
+    (third,) = await claim(db, worker_id, [queue_id], 5, LEASE_MS, cursor)  # type: ignore[arg-type]
+    assert third.id not in (first.id, second.id)
+    (again,) = await claim(db, worker_id, [queue_id], 5, LEASE_MS)
+    assert again.id == first.id
