@@ -1269,6 +1269,13 @@ class WorkerPublic(BaseModel):
         ),
     ]
     last_heartbeat_at: Annotated[AwareDatetime, Field(title='Last Heartbeat At')]
+    lingering_threads: Annotated[
+        int,
+        Field(
+            description="sync handlers whose attempt ended (timed out or cancelled) but whose thread still runs; each holds one of the worker's slots until it returns",
+            title='Lingering Threads',
+        ),
+    ]
     pid: Annotated[int, Field(title='Pid')]
     queues: Annotated[
         list[WorkerQueue],

@@ -66,12 +66,15 @@ async def heartbeat(
     lease_ms: int,
     held: Sequence[Fence],
     in_flight: int = 0,
+    *,
+    lingering_threads: int = 0,
 ) -> HeartbeatResult:
     """Extend the leases of the jobs `worker_id` holds (`held`) to now + lease_ms, in one
     statement; every other job leased under its id goes back to the queue (attempt refunded).
 
     The caller must not have a claim in flight while it beats: a job that claim just leased
-    would not be in `held` yet and would be given back.
+    would not be in `held` yet and would be given back. `lingering_threads` (sync handlers whose
+    attempt ended but whose thread still runs) is shown in the worker's row.
     """
     if lease_ms <= 0:
         raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
@@ -83,6 +86,7 @@ async def heartbeat(
         max(in_flight, 0),
         [f.job_id for f in mine],
         [f.execution_seq for f in mine],
+        max(lingering_threads, 0),
     )
     extended = set(row["extended"])
     return HeartbeatResult(

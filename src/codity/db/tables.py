@@ -275,6 +275,9 @@ workers = Table(
         "stopped_at", DateTime(timezone=True), nullable=True
     ),  # set on stop or death: freezes uptime
     Column("in_flight", Integer, nullable=False, server_default=text("0")),
+    # Sync handlers whose attempt ended (timed out, cancelled) while their thread runs on:
+    # Python cannot stop a thread; each holds a slot until it returns. Set by the heartbeat.
+    Column("lingering_threads", Integer, nullable=False, server_default=text("0")),
     Index(
         "ix_workers_alive_heartbeat",
         "last_heartbeat_at",

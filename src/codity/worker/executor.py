@@ -17,7 +17,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -50,11 +50,18 @@ def describe_exception(exc: BaseException) -> str:
     )
 
 
-async def _call(registered: RegisteredHandler, ctx: JobContext, threads: ThreadPoolExecutor) -> Any:
+async def _call(
+    registered: RegisteredHandler,
+    ctx: JobContext,
+    threads: ThreadPoolExecutor,
+    on_thread: Callable[[Future[Any]], None] | None,
+) -> Any:
     if registered.is_async:
         return await registered.fn(ctx)
-    loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(threads, registered.fn, ctx)
+    submitted = threads.submit(registered.fn, ctx)
+    if on_thread is not None:
+        on_thread(submitted)  # the executor watches the thread outlive its attempt
+    result = await asyncio.wrap_future(submitted)
     if inspect.isawaitable(result):  # a plain function that returned a coroutine
         result = await result
     return result
@@ -69,6 +76,7 @@ async def run_attempt(
     cancel_requested: Callable[[], bool],
     started_at: datetime | None = None,
     tracer: Any = None,
+    on_thread: Callable[[Future[Any]], None] | None = None,
 ) -> Outcome:
     """Run the handler for `ctx`'s job. Re-raises `CancelledError` unless a cancel was requested
     (the drain and a lost lease cancel attempts that must produce no outcome).
@@ -76,7 +84,9 @@ async def run_attempt(
     With a `tracer` (codity[otel] and a configured provider: `tracing.worker_tracer()`) the
     attempt is a span linked to the enqueuing one; without, this costs one `is None` check."""
     if tracer is None:
-        return await _run_attempt(ctx, timeout_ms, registry, threads, cancel_requested, started_at)
+        return await _run_attempt(
+            ctx, timeout_ms, registry, threads, cancel_requested, started_at, on_thread
+        )
     with tracing.attempt_span(
         tracer,
         handler=ctx.handler,
@@ -87,7 +97,7 @@ async def run_attempt(
     ) as span:
         ctx.logger.trace_id = tracing.trace_id_of(span)
         outcome = await _run_attempt(
-            ctx, timeout_ms, registry, threads, cancel_requested, started_at
+            ctx, timeout_ms, registry, threads, cancel_requested, started_at, on_thread
         )
         if isinstance(outcome, core.Failure):
             tracing.mark_failed(span, outcome.error)
@@ -101,6 +111,7 @@ async def _run_attempt(
     threads: ThreadPoolExecutor,
     cancel_requested: Callable[[], bool],
     started_at: datetime | None,
+    on_thread: Callable[[Future[Any]], None] | None,
 ) -> Outcome:
     fence = ctx.fence
     registered = registry.get(ctx.handler)
@@ -116,10 +127,10 @@ async def _run_attempt(
     scope = asyncio.timeout(timeout_ms / 1000) if timeout_ms else None
     try:
         if scope is None:
-            result = await _call(registered, ctx, threads)
+            result = await _call(registered, ctx, threads, on_thread)
         else:
             async with scope:
-                result = await _call(registered, ctx, threads)
+                result = await _call(registered, ctx, threads, on_thread)
     except TimeoutError as exc:
         if scope is not None and scope.expired():
             ctx.cancelled.set()  # a sync handler still running in its thread may watch this
@@ -188,6 +199,10 @@ class Executor:
         self._completer = completer
         self._slot_freed = slot_freed
         self._db = db
+        #: Threads of sync handlers whose attempt ended (timed out, cancelled, lease lost) while
+        #: the thread ran on: Python cannot stop a thread, so each keeps a pool thread, and a
+        #: slot, until its handler returns. The producer counts them as busy slots.
+        self.lingering: set[Future[Any]] = set()
         # Checked once: even a filtered-out call through the lazy logger proxy binds a new
         # logger, measurable at thousands of jobs a second.
         self._log_each_job = bool(log.bind().is_enabled_for(logging.DEBUG))
@@ -243,11 +258,14 @@ class Executor:
                 cancel_requested=lambda: rj.cancel_requested and not rj.lease_lost,
                 started_at=rj.started_at,
                 tracer=self._tracer,
+                on_thread=rj.watch_thread,
             )
         except asyncio.CancelledError:
             return  # drained (released by the drain) or lease lost: no outcome
         finally:
             self._running.jobs.pop(rj.job.id, None)
+            if rj.thread is not None and not rj.thread.done():
+                self._linger(rj)
             self._slot_freed()
         if rj.lease_lost:
             return  # a sync handler finished after its lease was lost: discarded
@@ -263,6 +281,25 @@ class Executor:
                 outcome="completed" if isinstance(outcome, core.Completion) else outcome.kind,
                 duration_ms=round((time.monotonic() - rj.started_monotonic) * 1000, 1),
             )
+
+    def _linger(self, rj: RunningJob) -> None:
+        thread = rj.thread
+        assert thread is not None
+        loop = asyncio.get_running_loop()
+        self.lingering.add(thread)
+        log.warning(
+            "sync handler still running after its attempt ended; its thread holds a slot "
+            "until it returns",
+            job_id=rj.job.id,
+            handler=rj.job.handler,
+            lingering=len(self.lingering),
+        )
+
+        def gone(_: Future[Any]) -> None:
+            self.lingering.discard(thread)
+            self._slot_freed()
+
+        thread.add_done_callback(lambda f: loop.call_soon_threadsafe(gone, f))
 
     def cancel(self, job_id: int) -> None:
         """An operator asked to cancel this job: the attempt ends as `cancelled`."""

@@ -40,6 +40,7 @@ class Heartbeat(LoopService):
         lease_ms: int,
         held: Callable[[], list[core.Fence]],
         running: Running,
+        lingering: Callable[[], int],
         executor: Executor,
         claim_lock: asyncio.Lock,
         write_lock: asyncio.Lock,
@@ -50,6 +51,7 @@ class Heartbeat(LoopService):
         self._lease_ms = lease_ms
         self._held = held
         self._running = running
+        self._lingering = lingering
         self._executor = executor
         self._claim_lock = claim_lock
         self._write_lock = write_lock
@@ -62,7 +64,12 @@ class Heartbeat(LoopService):
         conn = await self.held_conn.get()
         async with self._claim_lock, self._write_lock:
             result = await core.heartbeat(
-                conn, self._worker_id, self._lease_ms, self._held(), len(self._running)
+                conn,
+                self._worker_id,
+                self._lease_ms,
+                self._held(),
+                len(self._running),
+                lingering_threads=self._lingering(),
             )
             await self._flush_running_logs(conn)  # the writer's connection is shared
         for job_id in result.lost:

@@ -8,8 +8,10 @@ heartbeat extends exactly those leases, nothing else held under the worker's id.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from codity import core
 from codity.worker.context import JobContext
@@ -28,6 +30,11 @@ class RunningJob:
     lease_lost: bool = False
     #: Whether the database shows this job `running` yet (see worker.marker).
     marked_running: bool = False
+    #: A sync handler's thread (None for async handlers).
+    thread: Future[Any] | None = None
+
+    def watch_thread(self, thread: Future[Any]) -> None:
+        self.thread = thread
 
 
 class Running:

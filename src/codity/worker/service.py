@@ -66,6 +66,7 @@ class Worker:
         # A claim and a heartbeat never overlap (see worker.producer).
         self._claim_lock = asyncio.Lock()
         self._completer: Completer | None = None
+        self._executor: Executor | None = None
         self._components: list[LoopService] = []
 
     # ---------------------------------------------------------------- lifecycle
@@ -133,7 +134,7 @@ class Worker:
         producer_conn = HeldConnection(cfg.database_url, application_name="codity-worker")
         self._completer = completer = Completer(writer, write_lock=self._write_lock)
         slot_freed = asyncio.Event()
-        executor = Executor(
+        self._executor = executor = Executor(
             registry=self.registry,
             threads=self._threads,
             running=self._running,
@@ -148,7 +149,8 @@ class Worker:
             capacity=cfg.capacity,
             lease_ms=cfg.lease_ms,
             poll_interval_ms=cfg.poll_interval_ms,
-            busy=lambda: len(self._running),
+            # lingering sync threads hold slots too: never more threads than capacity
+            busy=lambda: len(self._running) + len(executor.lingering),
             queue_ids=lambda: self._queue_ids,
             refresh_queues=self._refresh_queues if cfg.queue_names is None else None,
             queue_refresh_ms=cfg.queue_refresh_ms,
@@ -165,6 +167,7 @@ class Worker:
                 lease_ms=cfg.lease_ms,
                 held=self._held,
                 running=self._running,
+                lingering=lambda: len(executor.lingering),
                 executor=executor,
                 claim_lock=self._claim_lock,
                 write_lock=self._write_lock,
@@ -219,3 +222,8 @@ class Worker:
     @property
     def in_flight(self) -> int:
         return len(self._running)
+
+    @property
+    def lingering_threads(self) -> int:
+        """Sync handlers whose attempt ended but whose thread still runs (see Executor)."""
+        return len(self._executor.lingering) if self._executor is not None else 0

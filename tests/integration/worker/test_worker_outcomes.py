@@ -203,3 +203,53 @@ async def test_fast_jobs_skip_running_but_keep_their_start_time_and_slow_ones_sh
         assert row["started_at"] is not None
         assert row["exec_started"] == row["started_at"]
         assert row["claimed_at"] <= row["started_at"] <= row["finished_at"]
+
+
+async def test_a_sync_handler_outliving_its_timeout_holds_its_slot_and_shows_in_the_worker_row(
+    db: asyncpg.Connection[Any], database_url: str
+) -> None:
+    """Issue 12, item 3: a sync handler that ignores ctx.cancelled keeps its thread after its
+    attempt timed out (Python cannot stop a thread). The worker counts that thread against its
+    capacity, claims nothing beyond it while the thread lingers, and shows it in its row."""
+    import threading
+
+    from tests.integration.worker.helpers import job_status
+
+    release = threading.Event()
+    r = HandlerRegistry()
+
+    @r.handler("stuck.sync")
+    def stuck(ctx: JobContext) -> str:
+        release.wait(30)  # ignores ctx.cancelled on purpose
+        return "too late"
+
+    @r.handler("quick")
+    async def quick(ctx: JobContext) -> None:
+        return None
+
+    queue_id = await make_queue(db)
+    stuck_job = await enqueue(db, queue_id, "stuck.sync", timeout_ms=200, max_attempts=1)
+    try:
+        async with running_worker(database_url, r, capacity=1, heartbeat_ms=100) as worker:
+            await wait_status(db, stuck_job, "dead_letter")  # timed out; its thread runs on
+            later = await enqueue(db, queue_id, "quick")
+
+            async def shown() -> bool:
+                return bool(await db.fetchval("SELECT lingering_threads = 1 FROM workers"))
+
+            await wait_for(shown)
+            await asyncio.sleep(0.5)  # several poll rounds and wake-ups
+            assert worker.lingering_threads == 1
+            assert await job_status(db, later) == "queued"  # its only slot is held
+            release.set()
+            await wait_status(db, later, "completed")
+
+            async def cleared() -> bool:
+                return bool(await db.fetchval("SELECT lingering_threads = 0 FROM workers"))
+
+            await wait_for(cleared)
+            assert worker.lingering_threads == 0
+    finally:
+        release.set()
+    row = await db.fetchrow("SELECT status::text, result FROM jobs WHERE id = $1", stuck_job)
+    assert (row["status"], row["result"]) == ("dead_letter", None)  # the late return is ignored

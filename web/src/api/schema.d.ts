@@ -2354,6 +2354,11 @@ export interface components {
              * Format: date-time
              */
             last_heartbeat_at: string;
+            /**
+             * Lingering Threads
+             * @description sync handlers whose attempt ended (timed out or cancelled) but whose thread still runs; each holds one of the worker's slots until it returns
+             */
+            lingering_threads: number;
             /** Pid */
             pid: number;
             /**

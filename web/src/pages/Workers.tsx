@@ -86,6 +86,18 @@ export function WorkersPage() {
         </span>
       ),
     }),
+    col.accessor("lingering_threads", {
+      header: "Lingering threads",
+      meta: { numeric: true },
+      cell: (c) => (
+        <span
+          data-testid={`worker-lingering-${c.row.original.pid}`}
+          title="Sync handlers whose attempt timed out or was cancelled but whose thread still runs; each holds a slot until it returns"
+        >
+          {c.getValue()}
+        </span>
+      ),
+    }),
     col.accessor("started_at", {
       header: "Started",
       meta: { hideOnMobile: true },

@@ -25,6 +25,10 @@ class WorkerPublic(PublicModel):
     status: WorkerStatus
     capacity: int
     in_flight: int = Field(description="jobs claimed or running with this worker right now")
+    lingering_threads: int = Field(
+        description="sync handlers whose attempt ended (timed out or cancelled) but whose thread "
+        "still runs; each holds one of the worker's slots until it returns",
+    )
     started_at: datetime
     stopped_at: datetime | None
     last_heartbeat_at: datetime

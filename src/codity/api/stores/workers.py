@@ -38,6 +38,7 @@ async def list_workers(
             status=r["status"],
             capacity=r["capacity"],
             in_flight=r["in_flight"],
+            lingering_threads=r["lingering_threads"],
             started_at=r["started_at"],
             stopped_at=r["stopped_at"],
             last_heartbeat_at=r["last_heartbeat_at"],

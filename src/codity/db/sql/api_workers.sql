@@ -7,7 +7,7 @@
 -- nothing about other tenants. Newest first; the keyset is (started_at, id).
 -- Parameters: :org_id uuid, :limit int, plus those of the fragments.
 SELECT w.id, w.hostname, w.pid, w.version, w.status::text AS status, w.capacity,
-       w.started_at, w.stopped_at, w.last_heartbeat_at,
+       w.lingering_threads, w.started_at, w.stopped_at, w.last_heartbeat_at,
        extract(epoch FROM coalesce(w.stopped_at, now()) - w.started_at) AS uptime_s,
        extract(epoch FROM now() - w.last_heartbeat_at) AS heartbeat_age_s,
        mine.queues,

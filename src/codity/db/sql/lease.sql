@@ -28,10 +28,11 @@ RETURNING j.id;
 --    lease to run out; cancelled instead when its cancel was requested, with its dependants.
 --    The worker never sends this while a claim of its own is in flight (it serialises the two),
 --    so a job it is about to start is never given back;
--- 4. refreshes the worker's denormalised last_heartbeat_at and bumps the compact per-minute
---    history row.
+-- 4. refreshes the worker's denormalised last_heartbeat_at, in_flight and lingering_threads,
+--    and bumps the compact per-minute history row.
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 in_flight integer,
--- $4 held job ids bigint[], $5 their execution_seqs integer[].
+-- $4 held job ids bigint[], $5 their execution_seqs integer[], $6 lingering sync-handler
+-- threads integer (attempts ended, threads still running: shown in the worker's row).
 WITH held AS (
   SELECT * FROM unnest($4::bigint[], $5::integer[]) AS h(id, seq)
 ),
@@ -90,6 +91,7 @@ beat AS (
   -- alive: show it so, with its uptime running again. Its old leases were reaped meanwhile and
   -- its stale writes stay fenced off.
   UPDATE workers SET last_heartbeat_at = now(), in_flight = $3::integer,
+         lingering_threads = $6::integer,
          status = CASE WHEN status = 'dead' THEN 'active'::worker_status ELSE status END,
          stopped_at = CASE WHEN status = 'dead' THEN NULL ELSE stopped_at END
   WHERE id = $1::uuid
