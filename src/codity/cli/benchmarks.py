@@ -405,7 +405,10 @@ async def throughput_processes(
         procs: list[asyncio.subprocess.Process] = []
         try:
             queue_id = await _make_queue(pool)
-            await core.pause_queue(pool, queue_id)
+            project_id = await pool.fetchval(
+                "SELECT project_id FROM queues WHERE id = $1", queue_id
+            )
+            await core.pause_queue(pool, project_id, queue_id)
             await _fill(pool, queue_id, jobs, "noop")
             env = {
                 **os.environ,
@@ -443,7 +446,7 @@ async def throughput_processes(
 
             await _wait_for(all_listening, 60, f"{processes} worker processes")
             started = time.perf_counter()
-            await core.resume_queue(pool, queue_id)
+            await core.resume_queue(pool, project_id, queue_id)
             await pool.execute("SELECT pg_notify('codity_jobs', $1::text)", str(queue_id))
             while await _completed(pool) < jobs:  # noqa: ASYNC110 - polling the database
                 await asyncio.sleep(0.01)
