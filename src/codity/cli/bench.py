@@ -792,8 +792,9 @@ PROCESSES_NOTES = [
     "completed. PostgreSQL shares the same 2 cores.",
 ]
 ENGINE_NOTES = [
-    "- **engine**: `core.claim` + `core.complete` in 4 loops, batch 100, no handler: the cost of",
-    "  the protocol (fencing, execution rows, dependants step, lifecycle trigger, foreign keys).",
+    "- **engine**: `core.claim` + `core.complete` in 4 loops (a connection each), batch 100, no",
+    "  handler: the cost of the protocol (fencing, execution rows, dependants step, lifecycle",
+    "  trigger, foreign keys).",
     "- **ceiling**: the minimal SQL any PostgreSQL queue runs per batch (SKIP LOCKED claim on a",
     "  matching partial index, completion, one execution row), on tables of its own, same loops.",
 ]
