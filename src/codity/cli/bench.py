@@ -686,15 +686,6 @@ def events_command(
         _show(_events_rows(server, streams, rate, seconds, runs, cost_runs), False)
 
 
-async def _server_version(server: str) -> str:
-    conn = await asyncpg.connect(plain_dsn(server))
-    try:
-        version: str = await conn.fetchval("SHOW server_version")
-        return version
-    finally:
-        await conn.close()
-
-
 @app.command("report")
 @friendly_errors
 def report_command(
