@@ -762,6 +762,13 @@ def report_command(
                 TRACING_NOTES,
             ),
             Section(
+                "Live events (dashboard)",
+                f"codity bench events --runs {max(1, runs // 2)}",
+                ["live events", "codity (median)"],
+                _events_rows(server, 200, 1000.0, 20.0, max(1, runs // 2), runs),
+                EVENTS_NOTES,
+            ),
+            Section(
                 "Recovery (real processes)",
                 f"codity bench recovery --runs {max(1, runs // 2)}",
                 ["recovery", "codity (median)"],
@@ -814,6 +821,13 @@ TRACING_NOTES = [
     "The throughput drain with OpenTelemetry absent, installed but idle (no tracer provider), and",
     "tracing on (SDK provider, a span per attempt, spans dropped); each run in a process of its own",
     "(bench/tracing_mode.py), alternating.",
+]
+EVENTS_NOTES = [
+    "`codity bench events`: the drain above with the live-events triggers and without them",
+    "(dropped in that run's database), alternating; then the API under uvicorn in the benchmark's",
+    "process with N event streams open on one project while jobs change state R times a second",
+    "(enqueue batches of 100): messages per stream per second, delivery delay, the largest mailbox,",
+    "and the process's RSS sampled every second (flat = bounded memory).",
 ]
 RECOVERY_NOTES = [
     "Two `codity worker` processes and a `codity scheduler`; the worker running a long job is",
