@@ -78,7 +78,7 @@ def test_enqueue_a_job_and_watch_it_complete(new_page) -> None:
     expect(page.get_by_test_id("page-job-detail")).to_be_visible()
     expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
     expect(page.get_by_test_id("job-timeline")).to_contain_text("completed")
-    screenshot(page, "job-detail")
+    screenshot(page, "job-timeline", publish=True)
     job_id = page.url.rstrip("/").rsplit("/", 1)[1]
     page.goto("/jobs")
     expect(page.get_by_test_id("jobs-table")).to_be_visible()
