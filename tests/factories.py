@@ -151,13 +151,17 @@ async def make_user(
     *,
     password_hash: str = "unused",
     display_name: str | None = None,
+    verified: bool = True,
 ) -> uuid.UUID:
-    """A user row. `password_hash` is stored as given: pass a real argon2 hash to sign in."""
+    """A user row. `password_hash` is stored as given: pass a real argon2 hash to sign in.
+    `verified`: the email address is confirmed (an unverified account cannot sign in)."""
     return await conn.fetchval(  # type: ignore[no-any-return]
-        "INSERT INTO users (email, password_hash, display_name) VALUES ($1, $2, $3) RETURNING id",
+        """INSERT INTO users (email, password_hash, display_name, email_verified_at)
+           VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END) RETURNING id""",
         email or f"user-{uuid.uuid4().hex[:8]}@example.test",
         password_hash,
         display_name,
+        verified,
     )
 
 
@@ -337,3 +341,24 @@ async def project_of(
 ) -> uuid.UUID:
     """The project a queue belongs to (core operations on jobs, queues and dead letters take it)."""
     return await conn.fetchval("SELECT project_id FROM queues WHERE id = $1", queue_id)  # type: ignore[no-any-return]
+
+
+async def make_invitation(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    org_id: uuid.UUID,
+    *,
+    email: str | None = None,
+    role: str = "member",
+    token_hash: bytes | None = None,
+    expires_in_days: int = 7,
+) -> uuid.UUID:
+    """An open invitation (its token unknown unless `token_hash` is given)."""
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO invitations (org_id, email, role, token_hash, expires_at)
+           VALUES ($1, $2, $3, $4, now() + make_interval(days => $5)) RETURNING id""",
+        org_id,
+        email or f"invited-{uuid.uuid4().hex[:8]}@example.test",
+        role,
+        token_hash if token_hash is not None else os.urandom(32),
+        expires_in_days,
+    )

@@ -6,6 +6,7 @@ unit. Durations are integers in milliseconds, as in the reference's environment 
 
 from __future__ import annotations
 
+import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -21,21 +22,38 @@ INSECURE_SECRET_PREFIX = "dev-insecure-"  # noqa: S105 - a marker, not a secret
 STATE_DIR = Path(".codity")
 
 
-def _dev_secret(name: str) -> str:
+def _dev_secret(name: str, directory: Path | None = None) -> str:
     """A per-checkout secret for local development, generated once and kept under `.codity/`.
 
     Generating (rather than shipping a constant) means two developers' tokens never verify
     against each other's servers, and nothing secret is ever committed.
+
+    The file is written 0600 from its first byte (never world-readable, whatever the umask)
+    and published atomically: the value goes to a private temporary file that is then
+    hard-linked to the final name, which fails if another process got there first. So two
+    services starting at once agree on one secret and nobody ever reads a half-written one.
     """
-    path = STATE_DIR / "secrets" / name
+    folder = directory or STATE_DIR / "secrets"
+    path = folder / name
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        value = INSECURE_SECRET_PREFIX + secrets.token_urlsafe(32)
-        path.write_text(value)
-        path.chmod(0o600)
-        return value
+        pass
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    value = INSECURE_SECRET_PREFIX + secrets.token_urlsafe(32)
+    temporary = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(value)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temporary, path)  # atomic, and refuses to replace a secret already there
+    except FileExistsError:
+        return path.read_text().strip()  # another process won the race: use its secret
+    finally:
+        temporary.unlink(missing_ok=True)
+    return value
 
 
 class Settings(BaseSettings):
@@ -55,9 +73,17 @@ class Settings(BaseSettings):
     )
 
     jwt_secret: str = Field(default="", alias="JWT_SECRET")
+    #: Keys the hash of every refresh token (HMAC-SHA256) and the CSRF token bound to it: a
+    #: copy of the database alone can neither forge a session nor its CSRF token.
     jwt_refresh_secret: str = Field(default="", alias="JWT_REFRESH_SECRET")
     access_token_ttl_s: int = Field(default=15 * 60, alias="ACCESS_TOKEN_TTL_S", gt=0)
     refresh_token_ttl_s: int = Field(default=7 * 24 * 3600, alias="REFRESH_TOKEN_TTL_S", gt=0)
+    #: Where people open the dashboard: the links in verification and invitation mails.
+    public_url: str = Field(default="http://localhost:5173", alias="PUBLIC_URL")
+    email_verification_ttl_s: int = Field(default=24 * 3600, alias="EMAIL_VERIFICATION_TTL_S", gt=0)
+    invitation_ttl_days: int = Field(default=7, alias="INVITATION_TTL_DAYS", gt=0)
+    #: Default lifetime of a new API key (a request may ask for less, or more up to 3650).
+    api_key_ttl_days: int = Field(default=90, alias="API_KEY_TTL_DAYS", gt=0, le=3650)
 
     worker_capacity: int = Field(default=5, alias="WORKER_CAPACITY", gt=0)
     worker_poll_interval_ms: int = Field(default=500, alias="WORKER_POLL_INTERVAL_MS", gt=0)
@@ -72,6 +98,11 @@ class Settings(BaseSettings):
 
     http_handler_allowlist: str = Field(default="", alias="HTTP_HANDLER_ALLOWLIST")
     smtp_url: str | None = Field(default=None, alias="SMTP_URL")
+    #: The sender of every mail: `email.send` jobs and the API's verification and invitation
+    #: mails. A job cannot choose another.
+    email_from: str = Field(default="Codity <codity@localhost>", alias="EMAIL_FROM")
+    #: Recipients (To + Cc + Bcc) one project's `email.send` jobs may reach per UTC day.
+    email_recipients_per_day: int = Field(default=1000, alias="EMAIL_RECIPIENTS_PER_DAY", gt=0)
 
     api_host: str = Field(default="127.0.0.1", alias="API_HOST")
     api_port: int = Field(default=3000, alias="API_PORT")
@@ -83,9 +114,14 @@ class Settings(BaseSettings):
     # A live-events stream ends after this long and the dashboard reconnects (re-checking its
     # token and role): a revoked user stops receiving events within this bound.
     events_stream_max_s: float = Field(default=300.0, alias="EVENTS_STREAM_MAX_S", gt=0)
+    #: Peers whose X-Forwarded-For the API believes (the dashboard proxy, a load balancer).
+    trusted_proxies: str = Field(default="127.0.0.1,::1", alias="TRUSTED_PROXIES")
 
     rate_limit_login_failures: int = Field(default=5, alias="RATE_LIMIT_LOGIN_FAILURES")
     rate_limit_login_window_s: int = Field(default=900, alias="RATE_LIMIT_LOGIN_WINDOW_S")
+    #: Per account, failures past RATE_LIMIT_LOGIN_FAILURES make the next attempt wait 1 s,
+    #: 2 s, 4 s... up to this: a progressive delay, never a lock-out.
+    login_max_delay_s: int = Field(default=60, alias="LOGIN_MAX_DELAY_S", gt=0)
     rate_limit_auth_per_minute: int = Field(default=60, alias="RATE_LIMIT_AUTH_PER_MINUTE")
     rate_limit_enqueue_per_minute: int = Field(default=1000, alias="RATE_LIMIT_ENQUEUE_PER_MINUTE")
 
@@ -112,6 +148,10 @@ class Settings(BaseSettings):
         return frozenset(
             h.strip().lower() for h in self.http_handler_allowlist.split(",") if h.strip()
         )
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -2,7 +2,9 @@
 
 - `api_settings` / `app` / `client`: a fresh app per test over the test's own database, driven
   in-process through httpx's ASGI transport with the lifespan running (asgi-lifespan).
-- `register_and_login(client, ...)`: a new account through the API -> `Session`.
+- `register_and_login(client, db, ...)`: a verified owner with their org, signed in -> `Session`
+  (registration and verification through the API are tested in test_auth.py).
+- `refresh_headers(session)`: the refresh cookie and the CSRF header, for /auth/refresh|logout.
 - `owner`: a registered owner (its org, default project and tokens).
 - `make_org_user(role)`: another person in the owner's org with that role -> `Session`.
 - `outsider`: the owner of a second organisation.
@@ -15,19 +17,27 @@ Accounts made by `make_org_user` are inserted with a password hash computed once
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import asyncpg
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
-from tests.factories import make_membership, make_user
+from tests.factories import make_membership, make_tenant, make_user
 
 from codity.api.app import create_app
+from codity.api.cookies import CSRF_HEADER, REFRESH_COOKIE
+from codity.cli.smtp_sink import smtp_sink
 from codity.domain.passwords import hash_password
 from codity.settings import Settings
 
@@ -46,7 +56,8 @@ class Session:
     org_id: uuid.UUID
     project_id: uuid.UUID
     access_token: str
-    refresh_token: str
+    refresh_token: str  # the httpOnly cookie's value
+    csrf_token: str
     role: str = "owner"
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -123,28 +134,63 @@ class app_client:
 
 async def register_and_login(
     client: httpx.AsyncClient,
+    db: asyncpg.Connection[Any],
     *,
     email: str | None = None,
     password: str = PASSWORD,
     name: str = "Test User",
     org_name: str = "Test Org",
 ) -> Session:
-    """Register through the API; registration answers tokens, so no separate login is needed."""
+    """An owner with a verified email, their organisation and its default project (rows through
+    the factories, as registration + verification leave them), signed in through the API.
+    Registration itself is tested in test_auth.py."""
     email = email or unique_email()
-    r = await client.post(
-        f"{API}/auth/register",
-        json={"email": email, "password": password, "name": name, "org_name": org_name},
-    )
-    assert r.status_code == 201, r.text
+    password_hash = _PASSWORD_HASH if password == PASSWORD else hash_password(password)
+    user_id = await make_user(db, email, password_hash=password_hash, display_name=name)
+    tenant = await make_tenant(db)
+    await db.execute("UPDATE organizations SET name = $2 WHERE id = $1", tenant.org_id, org_name)
+    await make_membership(db, tenant.org_id, user_id, "owner")
+    r = await login(client, email, password)
+    assert r.status_code == 200, r.text
+    return session_from(r, user_id=user_id, email=email, org_id=tenant.org_id,
+                        project_id=tenant.project_id, client=client)  # fmt: skip
+
+
+def session_from(
+    r: httpx.Response,
+    *,
+    user_id: uuid.UUID,
+    email: str,
+    org_id: uuid.UUID,
+    project_id: uuid.UUID,
+    client: httpx.AsyncClient,
+    role: str = "owner",
+) -> Session:
+    """The session a sign-in answered: the access token (body) and the refresh cookie. The
+    client's cookie jar is emptied, so several people can share one client: tests send a
+    session's cookie explicitly (`refresh_headers`)."""
+    refresh = r.cookies.get(REFRESH_COOKIE)
+    assert refresh, f"no {REFRESH_COOKIE} cookie in {r.headers.get_list('set-cookie')}"
+    client.cookies.clear()
     body = r.json()
     return Session(
-        user_id=uuid.UUID(body["user"]["id"]),
+        user_id=user_id,
         email=email,
-        org_id=uuid.UUID(body["org"]["id"]),
-        project_id=uuid.UUID(body["project"]["id"]),
-        access_token=body["tokens"]["access_token"],
-        refresh_token=body["tokens"]["refresh_token"],
+        org_id=org_id,
+        project_id=project_id,
+        access_token=body["access_token"],
+        refresh_token=refresh,
+        csrf_token=body["csrf_token"],
+        role=role,
     )
+
+
+def refresh_headers(session: Session, *, csrf: str | None = None) -> dict[str, str]:
+    """What the dashboard sends to /auth/refresh and /auth/logout: the cookie and the header."""
+    return {
+        "Cookie": f"{REFRESH_COOKIE}={session.refresh_token}",
+        CSRF_HEADER: session.csrf_token if csrf is None else csrf,
+    }
 
 
 async def login(client: httpx.AsyncClient, email: str, password: str = PASSWORD) -> httpx.Response:
@@ -162,13 +208,13 @@ async def api_db(database_url: str) -> AsyncIterator[asyncpg.Connection[Any]]:
 
 
 @pytest.fixture
-async def owner(client: httpx.AsyncClient) -> Session:
-    return await register_and_login(client, org_name="Owner Org")
+async def owner(client: httpx.AsyncClient, api_db: asyncpg.Connection[Any]) -> Session:
+    return await register_and_login(client, api_db, org_name="Owner Org")
 
 
 @pytest.fixture
-async def outsider(client: httpx.AsyncClient) -> Session:
-    return await register_and_login(client, org_name="Other Org")
+async def outsider(client: httpx.AsyncClient, api_db: asyncpg.Connection[Any]) -> Session:
+    return await register_and_login(client, api_db, org_name="Other Org")
 
 
 MakeOrgUser = Callable[..., Awaitable[Session]]
@@ -187,16 +233,8 @@ def make_org_user(
         await make_membership(api_db, base.org_id, user_id, role)
         r = await login(client, email)
         assert r.status_code == 200, r.text
-        tokens = r.json()
-        return Session(
-            user_id=user_id,
-            email=email,
-            org_id=base.org_id,
-            project_id=base.project_id,
-            access_token=tokens["access_token"],
-            refresh_token=tokens["refresh_token"],
-            role=role,
-        )
+        return session_from(r, user_id=user_id, email=email, org_id=base.org_id,
+                            project_id=base.project_id, client=client, role=role)  # fmt: skip
 
     return make
 
@@ -220,3 +258,37 @@ def make_api_key(client: httpx.AsyncClient) -> MakeApiKey:
         return body["key"], uuid.UUID(body["id"])
 
     return make
+
+
+@dataclass
+class Mailbox:
+    """What the API sent through the SMTP sink (`codity.cli.smtp_sink`, a real SMTP server)."""
+
+    outbox: Path
+
+    def messages(self, to: str | None = None) -> list[EmailMessage]:
+        found = []
+        for path in sorted(self.outbox.glob("*.eml")):
+            message = BytesParser(policy=policy.default).parsebytes(path.read_bytes())
+            assert isinstance(message, EmailMessage)
+            if to is None or to in str(message["To"]):
+                found.append(message)
+        return found
+
+    def last_token(self, to: str) -> str:
+        """The token of the link in the last mail to `to`."""
+        mails = self.messages(to)
+        assert mails, f"no mail to {to} in {self.outbox}"
+        body = mails[-1].get_body(("plain",))
+        assert body is not None
+        match = re.search(r"[?&]token=([^\s&]+)", body.get_content())
+        assert match, body.get_content()
+        return unquote(match.group(1))
+
+
+@pytest.fixture
+def mailbox(app: FastAPI, api_settings: Settings, tmp_path: Path) -> Iterator[Mailbox]:
+    """The app delivers its mail (verification, invitations) to a local SMTP sink."""
+    with smtp_sink(tmp_path / "outbox") as url:
+        app.state.settings = api_settings.model_copy(update={"smtp_url": url})
+        yield Mailbox(tmp_path / "outbox")

@@ -93,6 +93,7 @@ async def seed(conn: asyncpg.Connection[Any], project_id: uuid.UUID) -> dict[str
 #: A valid body per (method, path) so that, without the guard, the call would really succeed.
 BODIES: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {
     ("PATCH", "/org/members/{user_id}"): lambda s: {"role": "viewer"},
+    ("POST", "/org/invitations"): lambda s: {"email": f"x-{s['tag']}@example.test"},
     ("PATCH", "/projects/{project_id}"): lambda s: {"name": "renamed by outsider"},
     ("POST", "/projects/{project_id}/api-keys"): lambda s: {"name": "stolen", "role": "viewer"},
     ("POST", "/projects/{project_id}/retry-policies"): lambda s: {"name": f"x-{s['tag']}"},
@@ -225,6 +226,7 @@ PATH_REFERENCES: dict[str, str] = {
     "key_id": "api_key_not_found",
     "dead_letter_id": "dead_letter_not_found",
     "user_id": "member_not_found",
+    "invitation_id": "invitation_not_found",
 }
 #: Body fields that name a resource: how to make the reference from a seed's values.
 BODY_REFERENCES: dict[str, Callable[[dict[str, Any]], list[Any]]] = {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 from structlog.testing import capture_logs
-from tests.api.conftest import API, PASSWORD, Session, login
+from tests.api.conftest import API, PASSWORD, Session, login, refresh_headers
 
 from codity.api.permissions import BEGIN, END, render_matrix
 from codity.api.routes import ALL_ROUTES
@@ -27,14 +27,10 @@ async def test_access_log_carries_no_secrets(client: httpx.AsyncClient, owner: S
     with capture_logs() as logs:
         await login(client, owner.email, PASSWORD)
         await client.get(f"{API}/auth/me", headers=owner.headers)
-        await client.post(
-            f"{API}/auth/refresh",
-            json={"refresh_token": owner.refresh_token},
-            headers=owner.headers,
-        )
+        await client.post(f"{API}/auth/refresh", headers=refresh_headers(owner))
     access = [e for e in logs if e["event"] == "request"]
     assert len(access) == 3
     assert all(e["request_id"] for e in access)
     dumped = repr(logs)
-    for secret in (PASSWORD, owner.access_token, owner.refresh_token):
+    for secret in (PASSWORD, owner.access_token, owner.refresh_token, owner.csrf_token):
         assert secret not in dumped

@@ -30,12 +30,13 @@ from tests.api.isolation import (
     unclassified_fields,
     viewer_failures,
 )
-from tests.factories import make_project
+from tests.factories import make_invitation, make_project
 
 from codity.api.app import create_app
 from codity.api.routes import ALL_ROUTES
 from codity.api.routing import Scope
 from codity.db import queries
+from codity.domain.states import MemberRole
 from codity.settings import Settings
 
 PROJECT_ROUTES = [r for r in ALL_ROUTES if r.scope is Scope.PROJECT]
@@ -69,8 +70,8 @@ async def test_without_the_guard_the_detector_flags_every_project_route(
 
     unguarded = create_app(api_settings, _guard=False)
     async with app_client(unguarded) as client:
-        victim = await register_and_login(client, org_name="Victim")
-        thief = await register_and_login(client, org_name="Thief")
+        victim = await register_and_login(client, api_db, org_name="Victim")
+        thief = await register_and_login(client, api_db, org_name="Thief")
         failures = await outsider_failures(
             client,
             api_db,
@@ -103,7 +104,10 @@ async def test_a_viewer_gets_403_on_every_mutating_route_and_nothing_changes(
         ALL_ROUTES,
         project_id=owner.project_id,
         viewer_headers=viewer.headers,
-        extra_values={"user_id": colleague.user_id},
+        extra_values={
+            "user_id": colleague.user_id,
+            "invitation_id": await make_invitation(api_db, owner.org_id),
+        },
     )
     assert failures == [], "\n".join(map(str, failures))
     mutating = [r for r in ALL_ROUTES if r.mutating and r.scope in (Scope.ORG, Scope.PROJECT)]
@@ -123,7 +127,10 @@ async def test_a_viewer_can_read_every_org_and_project_route(
     reads = [r for r in ALL_ROUTES if not r.mutating and r.scope in (Scope.ORG, Scope.PROJECT)]
     for route in reads:
         r = await client.get(fill_path(route, values), headers=viewer.headers)
-        assert r.status_code == 200, f"{route.method} {route.path}: {r.status_code} {r.text}"
+        # Everything is readable by a viewer but the owner's own list of invitations (emails of
+        # people who are not members yet).
+        expected = 200 if route.min_role is MemberRole.VIEWER else 403
+        assert r.status_code == expected, f"{route.method} {route.path}: {r.status_code} {r.text}"
 
 
 # --- the second layer: the data layer scopes every statement by the project ------------------
@@ -176,7 +183,11 @@ async def _reference_failures(
         other_project_id=other_project,
         headers=owner.headers,
         own_values={"user_id": colleague.user_id},
-        foreign_values={"user_id": outsider.user_id},  # a member of another organisation
+        # a member and an invitation of another organisation
+        foreign_values={
+            "user_id": outsider.user_id,
+            "invitation_id": await make_invitation(api_db, outsider.org_id),
+        },
         controls=controls,
     )
     return probes, failures

@@ -1,5 +1,6 @@
-"""Rate limits kept in PostgreSQL: failed sign-ins per IP and per account, the auth ceiling,
-and the enqueue quota (nothing past the limit is stored; a bulk over it is refused whole)."""
+"""Rate limits kept in PostgreSQL: failed sign-ins per IP (IPv6 per /64) and a progressive
+delay per account, the auth ceiling, and the enqueue quota (nothing past the limit is stored;
+a bulk over it is refused whole)."""
 
 from __future__ import annotations
 
@@ -50,18 +51,59 @@ async def test_sixth_failed_login_from_one_ip_is_429_even_with_the_right_passwor
     assert (await login(client, owner.email, PASSWORD)).status_code == 200
 
 
-async def test_failures_count_per_account_across_ips(
-    app: FastAPI, client: httpx.AsyncClient, owner: Session, api_settings: Settings
-) -> None:
-    for i in range(api_settings.rate_limit_login_failures):
-        async with client_from(app, f"10.0.0.{i + 1}") as c:
-            assert (await login(c, owner.email, "wrong password, again")).status_code == 401
+async def test_failures_per_account_slow_guessing_down_but_never_lock_the_owner_out(
+    app: FastAPI, client: httpx.AsyncClient, owner: Session, api_settings: Settings,
+    api_db: asyncpg.Connection[Any],
+) -> None:  # fmt: skip
+    free = api_settings.rate_limit_login_failures
+    # A distributed guesser: every attempt from another address (no per-IP limit applies).
+    for i in range(free + 3):
+        async with client_from(app, f"10.0.{i}.1") as c:
+            r = await login(c, owner.email, "wrong password, again")
+            assert r.status_code in (401, 429), r.text
     async with client_from(app, "10.9.9.9") as fresh_ip:
-        assert (await login(fresh_ip, owner.email, PASSWORD)).status_code == 429
+        # Right after a failure past the free ones, the account waits (1, 2, 4 s... capped)...
+        waiting = await login(fresh_ip, owner.email, PASSWORD)
+        assert waiting.status_code == 429
+        assert 1 <= int(waiting.headers["Retry-After"]) <= api_settings.login_max_delay_s
+        # ...and once that wait is over the owner's right password works: no lock-out.
+        await api_db.execute("UPDATE login_throttles SET next_attempt_at = now()")
+        assert (await login(fresh_ip, owner.email, PASSWORD)).status_code == 200
         # Another account from that IP is unaffected.
         assert (
             await login(fresh_ip, "someone-else@example.com", "whatever it is")
         ).status_code == 401
+
+
+async def test_the_per_account_delay_doubles_up_to_its_cap(
+    app: FastAPI, owner: Session, api_settings: Settings, api_db: asyncpg.Connection[Any]
+) -> None:
+    waits = []
+    for i in range(api_settings.rate_limit_login_failures + 8):
+        await api_db.execute("UPDATE login_throttles SET next_attempt_at = now()")
+        async with client_from(app, f"10.1.{i}.1") as c:
+            assert (await login(c, owner.email, "a wrong guess")).status_code == 401
+        waits.append(
+            await api_db.fetchval(
+                "SELECT round(extract(epoch FROM next_attempt_at - now())) FROM login_throttles"
+            )
+        )
+    free = api_settings.rate_limit_login_failures
+    assert [int(w) for w in waits[:free]] == [0] * free
+    assert [int(w) for w in waits[free:]] == [1, 2, 4, 8, 16, 32, 60, 60]
+
+
+async def test_ipv6_clients_are_counted_per_64(
+    app: FastAPI, owner: Session, api_settings: Settings
+) -> None:
+    """One subscriber holds a whole /64: rotating addresses inside it is one source."""
+    for i in range(api_settings.rate_limit_login_failures):
+        async with client_from(app, f"2001:db8:1:2::{i + 1:x}") as c:
+            assert (await login(c, f"nobody-{i}@example.com", "not a password")).status_code == 401
+    async with client_from(app, "2001:db8:1:2:ffff::9") as same_64:
+        assert (await login(same_64, owner.email, PASSWORD)).status_code == 429
+    async with client_from(app, "2001:db8:1:3::1") as next_64:
+        assert (await login(next_64, owner.email, PASSWORD)).status_code == 200
 
 
 async def test_failures_count_per_ip_across_accounts(
@@ -81,15 +123,13 @@ async def test_auth_ceiling_per_ip(
     app.state.settings = make_settings(database_url, RATE_LIMIT_AUTH_PER_MINUTE=3)
     async with client_from(app, "198.51.100.1") as c:
         for _ in range(3):
-            r = await c.post(f"{API}/auth/refresh", json={"refresh_token": "nope"})
+            r = await c.post(f"{API}/auth/refresh")
             assert r.status_code == 401
-        r = await c.post(f"{API}/auth/refresh", json={"refresh_token": "nope"})
+        r = await c.post(f"{API}/auth/refresh")
         assert r.status_code == 429
         assert int(r.headers["Retry-After"]) <= 60
     async with client_from(app, "198.51.100.2") as other:
-        assert (
-            await other.post(f"{API}/auth/refresh", json={"refresh_token": "x"})
-        ).status_code == 401
+        assert (await other.post(f"{API}/auth/refresh")).status_code == 401
 
 
 async def test_enqueue_quota_refuses_whole_requests_and_consumes_nothing_when_refused(

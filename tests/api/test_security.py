@@ -329,9 +329,11 @@ async def test_keys_cannot_mint_keys(
     assert_envelope(r, 403, "forbidden")
 
 
-async def test_second_org_user_helper_is_isolated(client: httpx.AsyncClient) -> None:
-    a = await register_and_login(client, org_name="A")
-    b = await register_and_login(client, org_name="B")
+async def test_second_org_user_helper_is_isolated(
+    client: httpx.AsyncClient, api_db: asyncpg.Connection[Any]
+) -> None:
+    a = await register_and_login(client, api_db, org_name="A")
+    b = await register_and_login(client, api_db, org_name="B")
     assert a.org_id != b.org_id
     r = await client.get(f"{API}/projects/{a.project_id}", headers=b.headers)
     assert_envelope(r, 404, "project_not_found")

@@ -8,7 +8,14 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from tests.api.conftest import API, MakeOrgUser, Session, register_and_login, unique_email
+from tests.api.conftest import (
+    API,
+    Mailbox,
+    MakeOrgUser,
+    Session,
+    register_and_login,
+    unique_email,
+)
 from tests.waiting import wait_until_blocked
 
 from codity.api.resources.members import lock_and_check_owners
@@ -31,37 +38,55 @@ async def test_org_read_and_rename_by_owner_only(
     assert r.json()["name"] == "Renamed"
 
 
-async def test_add_existing_user_and_invite_unknown_email(
-    client: httpx.AsyncClient, owner: Session, api_db: asyncpg.Connection[Any]
+async def test_invite_list_accept_and_revoke(
+    client: httpx.AsyncClient,
+    owner: Session,
+    api_db: asyncpg.Connection[Any],
+    mailbox: Mailbox,
 ) -> None:
-    other = await register_and_login(client, org_name="Elsewhere")
+    other = await register_and_login(client, api_db, org_name="Elsewhere")
     r = await client.post(
-        f"{API}/org/members", json={"email": other.email, "role": "admin"}, headers=owner.headers
+        f"{API}/org/invitations",
+        json={"email": other.email, "role": "admin"},
+        headers=owner.headers,
     )
     assert r.status_code == 201, r.text
-    assert r.json()["status"] == "added"
-    assert r.json()["member"]["role"] == "admin"
-    again = await client.post(
-        f"{API}/org/members", json={"email": other.email}, headers=owner.headers
-    )
-    assert again.status_code == 409
-    assert again.json()["error"]["code"] == "already_member"
+    invitation = r.json()
+    assert (invitation["email"], invitation["role"]) == (other.email, "admin")
+    assert invitation["invited_by_email"] == owner.email
+    # Nobody is a member because of an email alone: only the invitee's acceptance does it.
+    members = (await client.get(f"{API}/org/members", headers=owner.headers)).json()["items"]
+    assert {m["email"] for m in members} == {owner.email}
+    listed = (await client.get(f"{API}/org/invitations", headers=owner.headers)).json()["items"]
+    assert [i["id"] for i in listed] == [invitation["id"]]
 
+    token = mailbox.last_token(other.email)
+    accepted = await client.post(
+        f"{API}/auth/invitations/accept", json={"token": token}, headers=other.headers
+    )
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["org"]["id"] == str(owner.org_id)
+    assert accepted.json()["role"] == "admin"
+    members = (await client.get(f"{API}/org/members", headers=owner.headers)).json()["items"]
+    assert {(m["email"], m["role"]) for m in members} == {
+        (owner.email, "owner"), (other.email, "admin")
+    }  # fmt: skip
+    assert (await client.get(f"{API}/org/invitations", headers=owner.headers)).json()["items"] == []
+
+    # Revoked: the link stops working.
     newcomer = unique_email("invitee")
     r = await client.post(
-        f"{API}/org/members", json={"email": newcomer, "role": "viewer"}, headers=owner.headers
+        f"{API}/org/invitations", json={"email": newcomer, "role": "viewer"}, headers=owner.headers
     )
-    assert r.json()["status"] == "invited"
-    # Registering with the invited email joins the organisation with the invited role.
-    joined = await register_and_login(client, email=newcomer, org_name="Own Org")
-    me = (await client.get(f"{API}/auth/me", headers=joined.headers)).json()
-    assert (str(owner.org_id), "viewer") in {(m["org"]["id"], m["role"]) for m in me["memberships"]}
-    members = (await client.get(f"{API}/org/members", headers=owner.headers)).json()["items"]
-    assert {m["email"] for m in members} == {owner.email, other.email, newcomer}
+    revoked = await client.delete(f"{API}/org/invitations/{r.json()['id']}", headers=owner.headers)
+    assert revoked.status_code == 204
+    assert (await client.get(f"{API}/org/invitations", headers=owner.headers)).json()["items"] == []
     actions = await api_db.fetch(
         "SELECT action FROM audit_events WHERE org_id = $1 ORDER BY id", owner.org_id
     )
-    assert [a["action"] for a in actions][-2:] == ["member.add", "member.invite"]
+    assert [a["action"] for a in actions][-4:] == [
+        "member.invite", "member.join", "member.invite", "member.invitation_revoke"
+    ]  # fmt: skip
 
 
 async def test_the_last_owner_cannot_be_demoted_or_removed(

@@ -142,6 +142,18 @@ def new_page(browser: Browser, stack: Stack) -> Iterator[Callable[..., Page]]:
     assert not crashes, f"uncaught errors in the dashboard: {crashes}"
 
 
+#: Inside a page.evaluate(async () => {...}): `access_token` = a fresh access token of the page's
+#: session, obtained as the dashboard does after a reload (the httpOnly refresh cookie, the
+#: CSRF header from the readable cookie). The app itself keeps its token in memory only.
+ACCESS_TOKEN_JS = """
+    const csrf = decodeURIComponent(document.cookie.split("; ")
+        .find((c) => c.startsWith("codity_csrf=")).split("=")[1]);
+    const refreshed = await fetch("/api/v1/auth/refresh",
+                                  { method: "POST", headers: { "X-CSRF-Token": csrf } });
+    const { access_token } = await refreshed.json();
+"""
+
+
 def login(page: Page, email: str = OPERATOR, password: str = PASSWORD, path: str = "/") -> None:
     page.goto(path)
     page.get_by_test_id("login-email").fill(email)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import signal
 import socket
@@ -17,9 +18,14 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
 from pathlib import Path
 
 import httpx
+
+from codity.cli.smtp_sink import smtp_sink
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -63,6 +69,30 @@ class Stack:
     env: dict[str, str]
     logs: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    #: Where the stack's mail lands (a local SMTP sink the suite runs): `.eml` files.
+    outbox: Path | None = None
+
+    def mails_to(self, address: str) -> list[EmailMessage]:
+        assert self.outbox is not None, "this stack has no outbox (CODITY_E2E_URL)"
+        found = []
+        for path in sorted(self.outbox.glob("*.eml")):
+            message = BytesParser(policy=policy.default).parsebytes(path.read_bytes())
+            if isinstance(message, EmailMessage) and address in str(message["To"]):
+                found.append(message)
+        return found
+
+    def link_to(self, address: str, path: str, timeout_s: float = 15.0) -> str:
+        """The `path?token=...` link of the newest mail to `address` (waiting for it)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for message in reversed(self.mails_to(address)):
+                body = message.get_body(("plain",))
+                text = body.get_content() if body is not None else ""
+                match = re.search(rf"https?://[^\s]*{re.escape(path)}\?token=[^\s]+", text)
+                if match:
+                    return match.group(0)
+            time.sleep(0.2)
+        raise AssertionError(f"no mail to {address} with a {path} link in {self.outbox}")
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         with (self.logs / f"{name}.log").open("ab") as log:  # the child keeps its own copy
@@ -154,11 +184,17 @@ def running_stack(database_url: str) -> Iterator[Stack]:
     }
     env.pop("TEST_DATABASE_URL", None)
     run_codity(env, "db", "demo", logs=logs)
+    outbox = logs / f"outbox-{secrets.token_hex(4)}"
+    mail = contextlib.ExitStack()
+    # The stack's mail goes to the suite's own sink; links in it point at this stack.
+    env["SMTP_URL"] = mail.enter_context(smtp_sink(outbox))
+    env["PUBLIC_URL"] = f"http://127.0.0.1:{web_port}"
     stack = Stack(
         web_url=f"http://127.0.0.1:{web_port}",
         api_url=f"http://127.0.0.1:{api_port}",
         env=env,
         logs=logs,
+        outbox=outbox,
     )
     try:
         if has_command("up"):
@@ -174,3 +210,4 @@ def running_stack(database_url: str) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
+        mail.close()

@@ -16,7 +16,7 @@ from datetime import datetime
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests.e2e.conftest import VIEWER, axe_violations, login, screenshot
+from tests.e2e.conftest import ACCESS_TOKEN_JS, VIEWER, axe_violations, login, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -170,8 +170,9 @@ def test_viewer_sees_no_mutating_controls_and_the_api_refuses_them(new_page) -> 
     screenshot(page, "queues-viewer")
     # The API refuses it anyway: the viewer's own token, straight at the pause endpoint.
     status = page.evaluate(
-        """async () => {
-            const { access_token } = JSON.parse(localStorage.getItem("codity.session"));
+        """async () => {"""
+        + ACCESS_TOKEN_JS
+        + """
             const headers = { Authorization: `Bearer ${access_token}` };
             const me = await (await fetch("/api/v1/auth/me", { headers })).json();
             const project = me.projects[0].id;
@@ -193,15 +194,36 @@ def test_viewer_sees_no_mutating_controls_and_the_api_refuses_them(new_page) -> 
     expect(page.get_by_role("button", name="Trigger now")).to_have_count(0)
 
 
+def test_the_session_is_an_httponly_cookie_and_a_token_in_memory(new_page) -> None:
+    """Nothing a script can read holds a session: no token in localStorage or sessionStorage,
+    the refresh token only in an httpOnly, SameSite=Strict cookie scoped to /api/v1/auth. A
+    reload keeps the operator signed in (the cookie is exchanged for a new access token)."""
+    page: Page = new_page()
+    login(page, path="/queues")
+    expect(page.get_by_test_id("queue-row-emails")).to_be_visible()
+    stored = page.evaluate(
+        "() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } })"
+    )
+    assert "access_token" not in stored
+    assert "ey" not in stored  # no JWT of any name
+    assert "codity_refresh" not in page.evaluate("() => document.cookie")
+    refresh = next(c for c in page.context.cookies() if c["name"] == "codity_refresh")
+    assert refresh["httpOnly"] is True
+    assert refresh["sameSite"] == "Strict"
+    assert refresh["path"] == "/api/v1/auth"
+    page.reload()
+    expect(page.get_by_test_id("queue-row-emails")).to_be_visible()
+    assert "/login" not in page.url
+
+
 def test_expired_session_returns_to_login_then_to_the_same_page(new_page) -> None:
     page: Page = new_page()
     login(page, path="/jobs?status=completed")
     expect(page.get_by_test_id("jobs-table")).to_be_visible()
-    # Both tokens ruined: the refresh fails, so the app must send the user to login...
-    page.evaluate(
-        """() => localStorage.setItem("codity.session", JSON.stringify(
-            { access_token: "expired", refresh_token: "revoked", expires_in: 900 }))"""
-    )
+    # The session is gone (cookies dropped, then a reload empties the tab's memory): the
+    # refresh fails, so the app must send the user to login...
+    page.context.clear_cookies()
+    page.reload()
     expect(page).to_have_url(re.compile(r"/login\?redirect="), timeout=10_000)
     expect(page.get_by_test_id("session-expired")).to_be_visible()
     screenshot(page, "login")
@@ -223,13 +245,23 @@ def test_expired_access_token_is_refreshed_once_for_concurrent_requests(new_page
         "request", lambda r: refreshes.append(r.url) if r.url.endswith("/auth/refresh") else None
     )
     page.on("response", lambda r: rejected.append(r.url) if r.status == 401 else None)
-    # Only the access token is bad. Opening Jobs fires two queries at once (queues and jobs);
-    # both get 401 and exactly one refresh must follow: a second would present a rotated
-    # refresh token, which revokes the whole session.
-    page.evaluate(
-        """() => { const s = JSON.parse(localStorage.getItem("codity.session"));
-                   s.access_token = "expired"; localStorage.setItem("codity.session", JSON.stringify(s)); }"""
-    )
+    # The access token the tab holds "expires": the API answers 401 to it from now on (the
+    # token lives in the app's memory, so the network is where a test can age it).
+    stale: dict[str, str] = {}
+
+    def expire(route) -> None:  # type: ignore[no-untyped-def]
+        token = route.request.headers.get("authorization", "")
+        stale.setdefault("token", token)
+        if token and token == stale["token"]:
+            route.fulfill(status=401, json={"error": {"code": "unauthorized", "message": "expired",
+                                                      "details": None, "request_id": "e2e"}})  # fmt: skip
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/api/v1/(projects|org|auth/me)"), expire)
+    # Opening Jobs fires two queries at once (queues and jobs); both get 401 and exactly one
+    # refresh must follow: a second would present a rotated refresh cookie, which revokes the
+    # whole session.
     page.get_by_test_id("nav-jobs").click()
     expect(page.get_by_test_id("jobs-table")).to_be_visible()
     page.wait_for_timeout(2500)  # a poll or two more with the renewed token
@@ -238,23 +270,20 @@ def test_expired_access_token_is_refreshed_once_for_concurrent_requests(new_page
     assert "/login" not in page.url
 
 
-def test_two_tabs_share_one_refresh(new_page) -> None:
-    """Tabs share the tokens; a rotated refresh token presented twice revokes the session,
-    so two tabs renewing at once must end with one refresh and both still signed in."""
+def test_two_tabs_reloading_at_once_both_stay_signed_in(new_page) -> None:
+    """Tabs share the refresh cookie; a rotated one presented twice revokes the session, so two
+    tabs restoring their sessions at once must take turns (a Web Lock) and both stay signed in."""
     first: Page = new_page()
     login(first, path="/")
     second = first.context.new_page()
     second.goto("/workers")
     expect(second.get_by_test_id("workers-table")).to_be_visible()
-    refreshes: list[str] = []
+    answers: list[int] = []
     first.context.on(
-        "request", lambda r: refreshes.append(r.url) if r.url.endswith("/auth/refresh") else None
+        "response", lambda r: answers.append(r.status) if r.url.endswith("/auth/refresh") else None
     )
-    first.evaluate(
-        """() => { const s = JSON.parse(localStorage.getItem("codity.session"));
-                   s.access_token = "expired"; localStorage.setItem("codity.session", JSON.stringify(s)); }"""
-    )
-    # Both reload at once (evaluate does not wait for the navigation).
+    # Both reload at once (evaluate does not wait for the navigation): each starts with no
+    # access token in memory and exchanges the cookie for one.
     first.evaluate("() => setTimeout(() => location.reload(), 0)")
     second.evaluate("() => setTimeout(() => location.reload(), 0)")
     expect(first.get_by_test_id("chart-throughput")).to_be_visible()
@@ -262,7 +291,72 @@ def test_two_tabs_share_one_refresh(new_page) -> None:
     first.wait_for_timeout(2500)
     assert "/login" not in first.url
     assert "/login" not in second.url
-    assert len(refreshes) == 1, refreshes
+    assert answers, "no refresh at all: the tabs kept a token somewhere they should not"
+    assert all(status == 200 for status in answers), answers
+
+
+def test_invite_someone_who_registers_verifies_and_accepts(new_page, stack) -> None:
+    """The whole path of High 1: an owner invites by email (nobody joins yet), the invitee
+    registers, confirms the address from the mail, signs in and accepts the invitation
+    explicitly; the owner can see and revoke open invitations in Settings."""
+    owner: Page = new_page()
+    login(owner, path="/settings")
+    invitations = owner.get_by_test_id("settings-invitations")
+    email = f"newbie-{os.getpid()}-{int(time.time())}@codity.test"
+    invitations.get_by_label("Invite by email").fill(email)
+    invitations.get_by_label("Role").select_option("member")
+    invitations.get_by_role("button", name="Send invitation").click()
+    expect(invitations).to_contain_text(email)
+    screenshot(owner, "settings-invitations")
+    # Not a member because of an email: the members card does not list them.
+    expect(owner.get_by_test_id("settings-members")).not_to_contain_text(email)
+
+    newbie: Page = new_page()
+    registered = newbie.request.post(
+        "/api/v1/auth/register",
+        data={"email": email, "password": "a long enough password", "name": "Newbie",
+              "org_name": "Newbie Org"},
+    )  # fmt: skip
+    assert registered.status == 202, registered.text()
+    newbie.goto(stack.link_to(email, "/verify-email"))
+    expect(newbie.get_by_test_id("verify-email-done")).to_contain_text(email)
+    newbie.goto(stack.link_to(email, "/invitations/accept"))
+    # The link is behind the session: sign in first, then back to it.
+    newbie.get_by_test_id("login-email").fill(email)
+    newbie.get_by_test_id("login-password").fill("a long enough password")
+    newbie.get_by_test_id("login-submit").click()
+    newbie.get_by_test_id("accept-invitation").click()
+    expect(newbie.get_by_test_id("current-role")).to_contain_text("member")
+    expect(newbie.get_by_test_id("nav-queues")).to_be_visible()
+    owner.reload()
+    expect(owner.get_by_test_id("settings-members")).to_contain_text(email)
+    expect(owner.get_by_test_id("settings-invitations")).not_to_contain_text(email)
+
+    # An invitation can be revoked before it is used.
+    other = f"revoked-{os.getpid()}-{int(time.time())}@codity.test"
+    invitations = owner.get_by_test_id("settings-invitations")
+    invitations.get_by_label("Invite by email").fill(other)
+    invitations.get_by_role("button", name="Send invitation").click()
+    expect(invitations).to_contain_text(other)
+    owner.once("dialog", lambda dialog: dialog.accept())
+    invitations.get_by_role("row", name=re.compile(re.escape(other))).get_by_role(
+        "button", name="Revoke"
+    ).click()
+    expect(invitations).not_to_contain_text(other)
+
+
+def test_sign_out_everywhere_ends_every_tab(new_page) -> None:
+    first: Page = new_page()
+    login(first, path="/settings")
+    elsewhere: Page = new_page()  # another browser: its own cookies
+    login(elsewhere, path="/workers")
+    expect(elsewhere.get_by_test_id("workers-table")).to_be_visible()
+    first.once("dialog", lambda dialog: dialog.accept())
+    first.get_by_test_id("logout-everywhere").click()
+    expect(first).to_have_url(re.compile(r"/login"), timeout=10_000)
+    # The other browser's access token is refused at its next call, and its refresh too.
+    elsewhere.get_by_test_id("nav-queues").click()
+    expect(elsewhere).to_have_url(re.compile(r"/login"), timeout=15_000)
 
 
 def test_settings_and_phone_width(new_page) -> None:
@@ -276,6 +370,7 @@ def test_settings_and_phone_width(new_page) -> None:
     secret = page.get_by_test_id("api-key-secret")
     expect(secret).to_contain_text("cdy_")
     expect(keys).to_contain_text("e2e-ci")
+    expect(keys).to_contain_text("operator@codity.test")  # who created it
     screenshot(page, "settings")
     secret.get_by_role("button", name="I have saved it").click()
     expect(secret).to_have_count(0)
@@ -358,10 +453,14 @@ def test_every_screen_passes_axe_and_works_from_the_keyboard(new_page) -> None:
     page.goto("/login")
     page.get_by_test_id("login-form").wait_for()
     problems = {"/login": axe_violations(page)}
+    page.goto("/verify-email")
+    expect(page.get_by_test_id("verify-email")).to_be_visible()
+    problems["/verify-email"] = axe_violations(page)
     login(page)
     job_id = page.evaluate(
-        """async () => {
-            const { access_token } = JSON.parse(localStorage.getItem("codity.session"));
+        """async () => {"""
+        + ACCESS_TOKEN_JS
+        + """
             const headers = { Authorization: `Bearer ${access_token}` };
             const me = await (await fetch("/api/v1/auth/me", { headers })).json();
             const jobs = await (await fetch(`/api/v1/projects/${me.projects[0].id}/jobs?limit=1`, { headers })).json();
@@ -377,6 +476,7 @@ def test_every_screen_passes_axe_and_works_from_the_keyboard(new_page) -> None:
         "/schedules": "schedules-table",
         "/dead-letters": "dead-letters-table",
         "/settings": "settings-projects",
+        "/invitations/accept": "page-accept-invitation",
     }
     for path, ready in screens.items():
         page.goto(path)

@@ -41,14 +41,28 @@ async def _echo(request: Request) -> JSONResponse:
             "query": request.url.query,
             "body": body.decode(),
             "authorization": request.headers.get("authorization"),
-            "forwarded_for": request.headers.get("x-forwarded-for"),
+            "forwarded_for": request.headers.getlist("x-forwarded-for"),
+            "forwarded": request.headers.getlist("forwarded"),
+            "real_ip": request.headers.getlist("x-real-ip"),
         },
         status_code=201 if request.method == "POST" else 200,
         headers={"x-request-id": "abc"},
     )
 
 
-UPSTREAM = Starlette(routes=[Route("/{path:path}", _echo, methods=["GET", "POST", "DELETE"])])
+async def _two_cookies(request: Request) -> JSONResponse:
+    answer = JSONResponse({"signed_in": True})
+    answer.set_cookie("codity_refresh", "r", httponly=True, path="/api/v1/auth")
+    answer.set_cookie("codity_csrf", "c", path="/")
+    return answer
+
+
+UPSTREAM = Starlette(
+    routes=[
+        Route("/api/v1/auth/login", _two_cookies, methods=["POST"]),
+        Route("/{path:path}", _echo, methods=["GET", "POST", "DELETE"]),
+    ]
+)
 
 
 @pytest.fixture
@@ -178,3 +192,40 @@ def test_codity_web_refuses_to_start_without_a_build(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "not built" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_proxy_replaces_a_clients_own_forwarding_headers(dist: Path) -> None:
+    """The API believes X-Forwarded-For from this proxy (TRUSTED_PROXIES): a client must not be
+    able to choose the address the API sees (its rate-limit bucket, its audit address).
+    Break it: forward the incoming headers again and the forged address reaches the API."""
+
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        transport = httpx.ASGITransport(app=app, client=("203.0.113.9", 5555))
+        async with (
+            LifespanManager(app),
+            httpx.AsyncClient(transport=transport, base_url="http://web") as web,
+        ):
+            forged = {
+                "x-forwarded-for": "6.6.6.6",
+                "forwarded": "for=6.6.6.6",
+                "x-real-ip": "6.6.6.6",
+                "x-forwarded-proto": "https",
+            }
+            echoed = (await web.get("/api/v1/anything", headers=forged)).json()
+            assert echoed["forwarded_for"] == ["203.0.113.9"]
+            assert echoed["forwarded"] == []
+            assert echoed["real_ip"] == []
+
+    _run(check)
+
+
+def test_every_set_cookie_of_the_api_reaches_the_browser(dist: Path) -> None:
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as web:
+            answer = await web.post("/api/v1/auth/login")
+            cookies = answer.headers.get_list("set-cookie")
+            assert sorted(c.split("=", 1)[0] for c in cookies) == ["codity_csrf", "codity_refresh"]
+
+    _run(check)

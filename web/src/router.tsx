@@ -1,7 +1,8 @@
 import { createRootRoute, createRoute, createRouter, Outlet, redirect } from "@tanstack/react-router";
 
-import { loadTokens } from "./api/session";
+import { hasSession, refreshOnce } from "./api/session";
 import { AppShell } from "./layout/AppShell";
+import { AcceptInvitationPage } from "./pages/AcceptInvitation";
 import { DeadLettersPage } from "./pages/DeadLetters";
 import { JobDetailPage } from "./pages/JobDetail";
 import { JobsPage, parseJobSearch } from "./pages/Jobs";
@@ -10,6 +11,7 @@ import { OverviewPage } from "./pages/Overview";
 import { QueuesPage } from "./pages/Queues";
 import { SchedulesPage } from "./pages/Schedules";
 import { SettingsPage } from "./pages/Settings";
+import { VerifyEmailPage } from "./pages/VerifyEmail";
 import { WorkersPage } from "./pages/Workers";
 
 const rootRoute = createRootRoute({ component: Outlet });
@@ -26,14 +28,29 @@ const loginRoute = createRoute({
   },
 });
 
-// Everything else needs a session: without tokens, go to login and remember the page.
+// Everything else needs a session. A fresh page has no access token in memory: the refresh
+// cookie (if any) is exchanged for one; without a session, go to login and remember the page.
 const appRoute = createRoute({
   getParentRoute: () => rootRoute,
   id: "app",
-  beforeLoad: ({ location }) => {
-    if (!loadTokens()) throw redirect({ to: "/login", search: { redirect: location.href } });
+  beforeLoad: async ({ location }) => {
+    if (!hasSession() && !(await refreshOnce())) {
+      throw redirect({ to: "/login", search: { redirect: location.href } });
+    }
   },
   component: AppShell,
+});
+
+// Public: the link mailed at registration.
+const verifyRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: "/verify-email",
+  validateSearch: (search: Record<string, unknown>): { token?: string } => ({
+    token: typeof search.token === "string" ? search.token : undefined,
+  }),
+  component: function Verify() {
+    return <VerifyEmailPage token={verifyRoute.useSearch().token} />;
+  },
 });
 
 const overviewRoute = createRoute({ getParentRoute: () => appRoute, path: "/", component: OverviewPage });
@@ -46,6 +63,18 @@ const deadLettersRoute = createRoute({
   component: DeadLettersPage,
 });
 const settingsRoute = createRoute({ getParentRoute: () => appRoute, path: "/settings", component: SettingsPage });
+
+// The invitation link: accepted signed in, so it sits behind the session like every screen.
+const acceptRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "/invitations/accept",
+  validateSearch: (search: Record<string, unknown>): { token?: string } => ({
+    token: typeof search.token === "string" ? search.token : undefined,
+  }),
+  component: function Accept() {
+    return <AcceptInvitationPage token={acceptRoute.useSearch().token} />;
+  },
+});
 
 const jobsRoute = createRoute({
   getParentRoute: () => appRoute,
@@ -67,7 +96,9 @@ const jobDetailRoute = createRoute({
 
 const routeTree = rootRoute.addChildren([
   loginRoute,
+  verifyRoute,
   appRoute.addChildren([
+    acceptRoute,
     overviewRoute,
     queuesRoute,
     jobsRoute,

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from codity import tracing
 from codity.api import docs, health, ratelimit
+from codity.api.cookies import CSRF_HEADER
 from codity.api.errors import install_error_handlers
 from codity.api.events import EventHub
 from codity.api.middleware import (
@@ -100,7 +101,13 @@ def create_app(
         allow_origins=settings.cors_origin_list,
         allow_credentials=False,
         allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-        allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "Idempotency-Key",
+            "X-Request-ID",
+            CSRF_HEADER,
+        ],
         expose_headers=["X-Request-ID", "Retry-After"],
         max_age=600,
     )

@@ -43,8 +43,16 @@ reachable, migrations at head), `/metrics` (Prometheus text).
 
 Every route but the public `auth` ones needs `Authorization: Bearer <token>`, where the token is
 either an access token (JWT, 15 minutes, from `POST {API_PREFIX}/auth/login` or `/auth/refresh`)
-or a project API key (`cdy_...`, shown once at creation, bound to one project and a role).
-The organisation always comes from the token or key, never from a parameter.
+or a project API key (`cdy_...`, shown once at creation, bound to one project and a role, never
+more than its creator may do now, expiring after 90 days by default). The organisation always
+comes from the token or key, never from a parameter.
+
+An account signs in once its email is verified (`/auth/register` mails a single-use link, then
+`/auth/verify`). The refresh token is never in a response body: sign-in sets it in the
+`codity_refresh` cookie (httpOnly, SameSite=Strict, path `/api/v1/auth`); `/auth/refresh` and
+`/auth/logout` use that cookie and need the `X-CSRF-Token` header (the `csrf_token` of the
+sign-in answer, also in the `codity_csrf` cookie). People join an organisation by accepting an
+invitation (`/auth/invitations/accept`) sent to their verified address.
 
 Scopes: **public** (no token), **user** (any signed-in person), **org** (a member of the
 token's organisation with at least the route's role), **project** (`{{project_id}}` in the path,

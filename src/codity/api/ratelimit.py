@@ -1,32 +1,28 @@
-"""Rate limits kept in PostgreSQL (no Redis): fixed windows in `rate_limit_buckets`.
-
-Each check is ONE statement (`api_rate_limits_consume` in `db/sql/api_rate_limits.sql`): an upsert that starts a new window when the old one has expired,
-and otherwise adds `cost` only if the total stays within the limit. A refused request therefore
-consumes nothing (a bulk enqueue over the limit is refused whole and does not eat the quota of
-the requests after it). Counters live on the primary key `key`, so concurrent API processes
-share them and the row lock serialises concurrent checks of one key.
+"""The API's rate limits, on the counters of `codity.core.quotas` (fixed windows in
+PostgreSQL, no Redis: one statement per check, a refused request consumes nothing, shared by
+every API process).
 
 Limits (all from settings):
-- LOGIN: failed sign-ins, per IP and per account, RATE_LIMIT_LOGIN_FAILURES per
-  RATE_LIMIT_LOGIN_WINDOW_S. Each attempt is reserved as a failure before the password is
-  checked and handed back on success. Once the limit is reached even a correct password gets
-  429 until the window ends.
-- AUTH: every call to /auth/* per IP, RATE_LIMIT_AUTH_PER_MINUTE.
+- LOGIN: failed sign-ins per IP (IPv6: per /64), RATE_LIMIT_LOGIN_FAILURES per
+  RATE_LIMIT_LOGIN_WINDOW_S; per account, a progressive delay after as many failures (up to
+  LOGIN_MAX_DELAY_S), never a lock-out. Each attempt is reserved as a failure before the
+  password is checked and handed back on success.
+- AUTH: every call to /auth/* per IP (IPv6: per /64), RATE_LIMIT_AUTH_PER_MINUTE.
 - ENQUEUE: jobs per project per minute, RATE_LIMIT_ENQUEUE_PER_MINUTE (`check_enqueue_quota`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
+import ipaddress
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import structlog
 
 from codity.api.request_context import current_settings
+from codity.core import quotas
 from codity.db.queries import bind
 from codity.domain.errors import RateLimitedError
 from codity.settings import Settings
@@ -37,45 +33,22 @@ log = structlog.get_logger("codity.api.ratelimit")
 PRUNE_INTERVAL_S = 300.0
 
 
-@dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    count: int
-    retry_after_s: float
-
-
-async def _seconds_left(pool: asyncpg.Pool[Any], key: str) -> tuple[int, float]:
-    row = await bind("api_rate_limits_peek", key=key).fetchrow(pool)
-    if row is None:
-        return 0, 0.0
-    left = (row["expires_at"] - dt.datetime.now(dt.UTC)).total_seconds()
-    return int(row["count"]), max(left, 0.0)
-
-
 async def consume(
     pool: asyncpg.Pool[Any], key: str, *, cost: int, limit: int, window_s: int
-) -> Decision:
+) -> quotas.Decision:
     """Take `cost` units from `key`'s window if that keeps it within `limit`."""
-    if cost > limit:  # can never fit, whatever the window holds
-        return Decision(False, 0, float(window_s))
-    row = await bind(
-        "api_rate_limits_consume", key=key, cost=cost, limit=limit, window_s=window_s
-    ).fetchrow(pool)
-    if row is not None:
-        return Decision(True, int(row["count"]), 0.0)
-    count, left = await _seconds_left(pool, key)
-    return Decision(False, count, left)
+    return await quotas.consume(pool, key, cost=cost, limit=limit, window_s=window_s)
 
 
 async def refund(pool: asyncpg.Pool[Any], key: str, *, cost: int = 1) -> None:
-    """Give back units taken in the current window (an attempt that turned out not to count)."""
-    await bind("api_rate_limits_refund", key=key, cost=cost).execute(pool)
+    await quotas.refund(pool, key, cost=cost)
 
 
 async def prune_expired(pool: asyncpg.Pool[Any]) -> int:
-    """Delete windows that ended over a minute ago; returns how many were deleted."""
-    status = await bind("api_rate_limits_prune").execute(pool)
-    return int(status.split()[-1])
+    """Delete windows that ended over a minute ago (and sign-in throttles idle for a day);
+    returns how many windows were deleted."""
+    await bind("api_login_throttle_prune").execute(pool)
+    return await quotas.prune_expired(pool)
 
 
 async def prune_forever(pool: asyncpg.Pool[Any], interval_s: float = PRUNE_INTERVAL_S) -> None:
@@ -91,8 +64,28 @@ async def prune_forever(pool: asyncpg.Pool[Any], interval_s: float = PRUNE_INTER
 # --- the named limits -------------------------------------------------------------------------
 
 
-def login_failure_keys(ip: str | None, email: str) -> tuple[str, str]:
-    return f"login-fail:ip:{ip or 'unknown'}", f"login-fail:account:{email.lower()}"
+def client_key(ip: str | None) -> str:
+    """What per-IP limits count: the address, or for IPv6 its /64 (one subscriber usually holds
+    a whole /64, so per-address limits would let them rotate through 2^64 buckets)."""
+    if ip is None:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return ip
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def _ip_key(ip: str | None) -> str:
+    return f"login-fail:ip:{client_key(ip)}"
+
+
+def _account_key(email: str) -> str:
+    return f"login:{email.lower()}"
 
 
 async def reserve_login_attempt(
@@ -100,40 +93,57 @@ async def reserve_login_attempt(
 ) -> None:
     """Count this sign-in as a failure up front, per IP and per account, or raise 429.
 
+    - Per IP (IPv6: per /64): at most RATE_LIMIT_LOGIN_FAILURES failures per
+      RATE_LIMIT_LOGIN_WINDOW_S. One source cannot guess on and on.
+    - Per account: a progressive delay (`api_login_throttle_reserve`): after
+      RATE_LIMIT_LOGIN_FAILURES failures each further one doubles the wait before the next
+      attempt, up to LOGIN_MAX_DELAY_S. Distributed guessing against one account is slowed to
+      one guess per delay, but nobody can lock the owner out: once the delay has passed, the
+      right password works.
+
     Reserving before the password is checked (instead of checking, verifying, then recording)
-    means parallel guesses cannot all slip in before the first failure is written: at most
-    RATE_LIMIT_LOGIN_FAILURES attempts per window get as far as the password check. A
-    successful sign-in hands its reservation back (`release_login_attempt`).
+    means parallel guesses cannot slip in before the failure is written. A successful sign-in
+    hands its reservation back (`release_login_attempt`).
     """
-    taken: list[str] = []
-    for key in login_failure_keys(ip, email):
-        decision = await consume(
-            pool,
-            key,
-            cost=1,
-            limit=settings.rate_limit_login_failures,
-            window_s=settings.rate_limit_login_window_s,
+    decision = await consume(
+        pool,
+        _ip_key(ip),
+        cost=1,
+        limit=settings.rate_limit_login_failures,
+        window_s=settings.rate_limit_login_window_s,
+    )
+    if not decision.allowed:
+        raise RateLimitedError(
+            "too many failed sign-in attempts from this address: try again later",
+            retry_after_s=decision.retry_after_s,
         )
-        if not decision.allowed:
-            for done in taken:
-                await refund(pool, done)
-            raise RateLimitedError(
-                "too many failed sign-in attempts: try again later",
-                retry_after_s=decision.retry_after_s,
-            )
-        taken.append(key)
+    account = _account_key(email)
+    reserved = await bind(
+        "api_login_throttle_reserve",
+        account=account,
+        free=settings.rate_limit_login_failures,
+        max_delay_s=settings.login_max_delay_s,
+        window_s=settings.rate_limit_login_window_s,
+    ).fetchval(pool)
+    if reserved is None:
+        await refund(pool, _ip_key(ip))
+        wait = await bind("api_login_throttle_wait", account=account).fetchval(pool)
+        raise RateLimitedError(
+            "too many failed sign-in attempts for this account: wait a moment and try again",
+            retry_after_s=float(wait or 1),
+        )
 
 
 async def release_login_attempt(pool: asyncpg.Pool[Any], *, ip: str | None, email: str) -> None:
-    """The attempt succeeded: it is not a failure after all."""
-    for key in login_failure_keys(ip, email):
-        await refund(pool, key)
+    """The attempt succeeded: it is not a failure after all, and the account's delay ends."""
+    await refund(pool, _ip_key(ip))
+    await bind("api_login_throttle_clear", account=_account_key(email)).execute(pool)
 
 
 async def check_auth_ceiling(pool: asyncpg.Pool[Any], settings: Settings, ip: str | None) -> None:
     decision = await consume(
         pool,
-        f"auth:ip:{ip or 'unknown'}",
+        f"auth:ip:{client_key(ip)}",
         cost=1,
         limit=settings.rate_limit_auth_per_minute,
         window_s=60,

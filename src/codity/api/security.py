@@ -8,6 +8,7 @@ tell "exists elsewhere" from "does not exist", so ids cannot be probed.
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -16,9 +17,24 @@ import asyncpg
 from codity.api.principal import Principal, ProjectContext, role_at_least
 from codity.api.stores import api_keys, members, projects
 from codity.api.tokens import decode_access_token, looks_like_api_key, sha256
-from codity.domain.errors import ForbiddenError, ProjectNotFoundError, UnauthorizedError
+from codity.domain.errors import (
+    ForbiddenError,
+    ProjectNotFoundError,
+    SessionRevokedError,
+    UnauthorizedError,
+)
 from codity.domain.states import MemberRole
 from codity.settings import Settings
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def epoch_ms(moment: dt.datetime) -> int:
+    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+
+
+def from_epoch_ms(ms: int) -> dt.datetime:
+    return _EPOCH + dt.timedelta(milliseconds=ms)
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -40,9 +56,14 @@ async def authenticate(
     claims = decode_access_token(settings, token)
     # The role comes from the membership row, not from the token: a demotion or a removal
     # takes effect on the next request instead of when the 15-minute token expires.
-    role = await members.role_of(pool, claims.org_id, claims.user_id)
-    if role is None:
+    found = await members.role_of(pool, claims.org_id, claims.user_id)
+    if found is None:
         raise UnauthorizedError("this account is no longer a member of the organisation")
+    role, valid_after = found
+    # A password change or "sign out everywhere" ends the tokens issued before it, now, not
+    # when they expire (milliseconds on both sides, integers: no rounding at the boundary).
+    if valid_after is not None and claims.issued_at_ms < epoch_ms(valid_after):
+        raise SessionRevokedError("this session was ended (password change or sign-out): sign in")
     return Principal(
         user_id=claims.user_id,
         api_key_id=None,

@@ -50,5 +50,10 @@ def api_command(
             access_log=False,  # the app writes its own structured access log with request ids
             log_level=cfg.log_level.lower(),
             server_header=False,
+            # The client address (rate limits, audit rows) comes from X-Forwarded-For only when
+            # the peer is one of these (`codity web`, your reverse proxy); anyone else's
+            # forwarding headers are ignored.
+            proxy_headers=True,
+            forwarded_allow_ips=cfg.trusted_proxy_list,
         )
         GracefulServer(config).run()

@@ -11,7 +11,7 @@ import asyncpg
 import typer
 from rich.table import Table
 
-from codity.cli._common import console, database_url, fail, friendly_errors, run
+from codity.cli._common import console, database_url, fail, friendly_errors, run, settings
 from codity.db import explain as explain_harness
 from codity.db import migrate as migrations
 from codity.db.dsn import redact
@@ -110,6 +110,12 @@ def reset_command(
 @friendly_errors
 def demo_command() -> None:
     """Reset the database and load the demo data (migrate, reset, seed, nothing paused)."""
+    if settings().environment == "production":
+        # It drops every table, then creates accounts whose password is in the README.
+        fail(
+            "codity db demo is refused with CODITY_ENV=production: it deletes all data and "
+            "creates demo accounts with a published password"
+        )
     with database_url() as url, _refusals():
         run(_check_reachable(url))
         _reset(url)

@@ -17,6 +17,7 @@ import httpx
 import typer
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -49,6 +50,13 @@ HOP_BY_HOP = frozenset(
         "host",
     }
 )
+#: What a client says about where it is: never passed on. The API trusts forwarding headers
+#: only from TRUSTED_PROXIES (this proxy), so a client's own `X-Forwarded-For` would otherwise
+#: choose its rate-limit bucket and its audited address.
+CLIENT_FORWARDING = frozenset(
+    {"forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-port",
+     "x-real-ip"}
+)  # fmt: skip
 #: Sent with every page and asset: the dashboard loads nothing from elsewhere, runs no inline
 #: script, and may not be framed. Inline styles are allowed (React's `style` attributes).
 SECURITY_HEADERS = {
@@ -66,9 +74,11 @@ PROXY_TIMEOUT_S = 30.0
 
 
 def _forward_headers(
-    headers: httpx.Headers | dict[str, str], drop: frozenset[str]
+    headers: httpx.Headers | Headers, drop: frozenset[str]
 ) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in headers.items() if k.lower() not in drop]
+    """Every header but `drop`, repeated ones kept (the raw list, not a dict)."""
+    items = headers.multi_items() if isinstance(headers, httpx.Headers) else headers.items()
+    return [(k, v) for k, v in items if k.lower() not in drop]
 
 
 def create_web_app(
@@ -88,7 +98,7 @@ def create_web_app(
 
     async def proxy(request: Request) -> Response:
         client: httpx.AsyncClient = request.app.state.client
-        headers = _forward_headers(dict(request.headers), HOP_BY_HOP)
+        headers = _forward_headers(request.headers, HOP_BY_HOP | CLIENT_FORWARDING)
         peer = request.client.host if request.client else ""
         headers.append(("x-forwarded-for", peer))
         headers.append(("x-forwarded-proto", request.url.scheme))
@@ -114,12 +124,15 @@ def create_web_app(
                 },
                 status_code=502,
             )
-        return StreamingResponse(
+        answer = StreamingResponse(
             response.aiter_raw(),
             status_code=response.status_code,
-            headers=dict(_forward_headers(response.headers, HOP_BY_HOP | {"content-length"})),
             background=BackgroundTask(response.aclose),
         )
+        # Raw header list, not a dict: a sign-in answers two Set-Cookie headers.
+        for name, value in _forward_headers(response.headers, HOP_BY_HOP | {"content-length"}):
+            answer.headers.append(name, value)
+        return answer
 
     async def static_or_index(request: Request) -> Response:
         if request.url.path.startswith(PROXIED_PREFIXES) or request.url.path in PROXIED_PREFIXES:

@@ -11,8 +11,39 @@ from uuid import UUID
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
 
 
+class AccessToken(BaseModel):
+    """
+    A signed-in session. The refresh token is not here: it travels only in the httpOnly
+    `codity_refresh` cookie (path /api/v1/auth, SameSite=Strict). `csrf_token` (also in the
+    readable `codity_csrf` cookie) must be sent as `X-CSRF-Token` with /auth/refresh and
+    /auth/logout.
+    """
+
+    access_token: Annotated[str, Field(title='Access Token')]
+    csrf_token: Annotated[
+        str,
+        Field(
+            description='send as X-CSRF-Token with /auth/refresh and /auth/logout',
+            title='Csrf Token',
+        ),
+    ]
+    expires_in: Annotated[
+        int,
+        Field(description='seconds until the access token expires', title='Expires In'),
+    ]
+    token_type: Annotated[Literal['bearer'], Field(title='Token Type')] = 'bearer'
+
+
 class ExpiresInDays(RootModel[int]):
-    root: Annotated[int, Field(ge=1, le=3650, title='Expires In Days')]
+    root: Annotated[
+        int,
+        Field(
+            description='default: API_KEY_TTL_DAYS (90)',
+            ge=1,
+            le=3650,
+            title='Expires In Days',
+        ),
+    ]
 
 
 class BackoffStrategy(StrEnum):
@@ -121,6 +152,11 @@ class DurationPercentiles(BaseModel):
     samples: Annotated[int, Field(title='Samples')]
 
 
+class EmailVerified(BaseModel):
+    email: Annotated[str, Field(title='Email')]
+    verified: Annotated[Literal[True], Field(title='Verified')] = True
+
+
 class ErrorBody(BaseModel):
     code: Annotated[str, Field(title='Code')]
     details: Annotated[Any | None, Field(title='Details')] = None
@@ -164,6 +200,21 @@ class HandlerSeries(BaseModel):
         float | None, Field(description='over the whole window', title='Run P50 Ms')
     ]
     run_p95_ms: Annotated[float | None, Field(title='Run P95 Ms')]
+
+
+class InvitationAccept(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    token: Annotated[
+        str,
+        Field(
+            description='the token of the mailed link',
+            max_length=512,
+            min_length=1,
+            title='Token',
+        ),
+    ]
 
 
 class DelayS(RootModel[float]):
@@ -387,11 +438,6 @@ class LoginRequest(BaseModel):
     password: Annotated[str, Field(max_length=256, min_length=1, title='Password')]
 
 
-class Status(StrEnum):
-    added = 'added'
-    invited = 'invited'
-
-
 class MemberRole(StrEnum):
     owner = 'owner'
     admin = 'admin'
@@ -425,6 +471,18 @@ class OrgUpdate(BaseModel):
     )
     name: Annotated[
         str, Field(max_length=200, min_length=1, pattern='^[^\\x00]*$', title='Name')
+    ]
+
+
+class PasswordChange(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    current_password: Annotated[
+        str, Field(max_length=256, min_length=1, title='Current Password')
+    ]
+    new_password: Annotated[
+        str, Field(max_length=256, min_length=12, title='New Password')
     ]
 
 
@@ -605,15 +663,6 @@ class Readiness(BaseModel):
     status: Annotated[str, Field(title='Status')]
 
 
-class RefreshRequest(BaseModel):
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    refresh_token: Annotated[
-        str, Field(max_length=512, min_length=1, title='Refresh Token')
-    ]
-
-
 class RegisterRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -635,6 +684,13 @@ class ReplayResult(BaseModel):
         Field(description='the jobs put back in their queue', title='Job Ids'),
     ]
     replayed: Annotated[int, Field(title='Replayed')]
+
+
+class ResendVerificationRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    email: Annotated[str, Field(title='Email')]
 
 
 class RetryPolicyCreate(BaseModel):
@@ -862,20 +918,44 @@ class ThroughputBucket(BaseModel):
     minute: Annotated[AwareDatetime, Field(title='Minute')]
 
 
-class TokenPair(BaseModel):
-    access_token: Annotated[str, Field(title='Access Token')]
-    expires_in: Annotated[
-        int,
-        Field(description='seconds until the access token expires', title='Expires In'),
-    ]
-    refresh_token: Annotated[str, Field(title='Refresh Token')]
-    token_type: Annotated[Literal['bearer'], Field(title='Token Type')] = 'bearer'
-
-
 class UserPublic(BaseModel):
+    email: Annotated[str, Field(title='Email')]
+    email_verified: Annotated[bool, Field(title='Email Verified')]
+    id: Annotated[UUID, Field(title='Id')]
+    name: Annotated[str | None, Field(title='Name')]
+
+
+class UserRef(BaseModel):
     email: Annotated[str, Field(title='Email')]
     id: Annotated[UUID, Field(title='Id')]
     name: Annotated[str | None, Field(title='Name')]
+
+
+class VerificationSent(BaseModel):
+    """
+    The same answer whether or not the email already had an account (so registration
+    cannot be used to find out who has one); the mail sent differs.
+    """
+
+    message: Annotated[str, Field(title='Message')]
+    status: Annotated[Literal['verification_sent'], Field(title='Status')] = (
+        'verification_sent'
+    )
+
+
+class VerifyEmailRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    token: Annotated[
+        str,
+        Field(
+            description='the token of the mailed link',
+            max_length=2000,
+            min_length=1,
+            title='Token',
+        ),
+    ]
 
 
 class WorkerCounts(BaseModel):
@@ -951,9 +1031,10 @@ class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    expires_in_days: Annotated[ExpiresInDays | None, Field(title='Expires In Days')] = (
-        None
-    )
+    expires_in_days: Annotated[
+        ExpiresInDays | None,
+        Field(description='default: API_KEY_TTL_DAYS (90)', title='Expires In Days'),
+    ] = None
     name: Annotated[
         str, Field(max_length=100, min_length=1, pattern='^[^\\x00]*$', title='Name')
     ]
@@ -962,6 +1043,12 @@ class ApiKeyCreate(BaseModel):
 
 class ApiKeyCreated(BaseModel):
     created_at: Annotated[AwareDatetime, Field(title='Created At')]
+    created_by: Annotated[
+        UserRef | None,
+        Field(
+            description='who created it (the key stops working when they leave the organisation)'
+        ),
+    ]
     expires_at: Annotated[AwareDatetime | None, Field(title='Expires At')]
     id: Annotated[UUID, Field(title='Id')]
     key: Annotated[
@@ -976,11 +1063,22 @@ class ApiKeyCreated(BaseModel):
         ),
     ]
     revoked_at: Annotated[AwareDatetime | None, Field(title='Revoked At')]
-    role: MemberRole
+    role: Annotated[
+        MemberRole,
+        Field(
+            description='the most the key may do; it never does more than its creator may now'
+        ),
+    ]
 
 
 class ApiKeyPublic(BaseModel):
     created_at: Annotated[AwareDatetime, Field(title='Created At')]
+    created_by: Annotated[
+        UserRef | None,
+        Field(
+            description='who created it (the key stops working when they leave the organisation)'
+        ),
+    ]
     expires_at: Annotated[AwareDatetime | None, Field(title='Expires At')]
     id: Annotated[UUID, Field(title='Id')]
     last_used_at: Annotated[AwareDatetime | None, Field(title='Last Used At')]
@@ -992,7 +1090,12 @@ class ApiKeyPublic(BaseModel):
         ),
     ]
     revoked_at: Annotated[AwareDatetime | None, Field(title='Revoked At')]
-    role: MemberRole
+    role: Annotated[
+        MemberRole,
+        Field(
+            description='the most the key may do; it never does more than its creator may now'
+        ),
+    ]
 
 
 class ApiKeysPage(BaseModel):
@@ -1050,11 +1153,39 @@ class ExecutionPublic(BaseModel):
     worker_id: Annotated[UUID | None, Field(title='Worker Id')]
 
 
+class InvitationAccepted(BaseModel):
+    org: OrgRef
+    role: MemberRole
+
+
+class InvitationCreate(BaseModel):
+    """
+    Invite someone: a single-use link is mailed to `email`; the person accepts it signed in
+    with that (verified) email. Inviting the same email again replaces the earlier link.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    email: Annotated[str, Field(title='Email')]
+    role: MemberRole | None = MemberRole.member
+
+
 class InvitationPublic(BaseModel):
     created_at: Annotated[AwareDatetime, Field(title='Created At')]
     email: Annotated[str, Field(title='Email')]
+    expires_at: Annotated[
+        AwareDatetime,
+        Field(description='the mailed link stops working then', title='Expires At'),
+    ]
     id: Annotated[UUID, Field(title='Id')]
+    invited_by_email: Annotated[str | None, Field(title='Invited By Email')]
     role: MemberRole
+
+
+class InvitationsPage(BaseModel):
+    items: Annotated[list[InvitationPublic], Field(title='Items')]
+    next_cursor: Annotated[str | None, Field(title='Next Cursor')]
 
 
 class JobDetail(BaseModel):
@@ -1142,14 +1273,6 @@ class JobsBulkResult(BaseModel):
 class JobsPage(BaseModel):
     items: Annotated[list[JobPublic], Field(title='Items')]
     next_cursor: Annotated[str | None, Field(title='Next Cursor')]
-
-
-class MemberCreate(BaseModel):
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    email: Annotated[str, Field(title='Email')]
-    role: MemberRole | None = MemberRole.member
 
 
 class MemberPublic(BaseModel):
@@ -1244,13 +1367,6 @@ class QueuesPage(BaseModel):
     next_cursor: Annotated[str | None, Field(title='Next Cursor')]
 
 
-class RegisterPublic(BaseModel):
-    org: OrgRef
-    project: ProjectRef
-    tokens: TokenPair
-    user: UserPublic
-
-
 class RetryPoliciesPage(BaseModel):
     items: Annotated[list[RetryPolicyPublic], Field(title='Items')]
     next_cursor: Annotated[str | None, Field(title='Next Cursor')]
@@ -1310,14 +1426,3 @@ class MePublic(BaseModel):
     ]
     role: MemberRole
     user: UserPublic
-
-
-class MemberAdded(BaseModel):
-    """
-    `added` when the email has an account (it is a member now), `invited` otherwise (the
-    membership is created when that email registers).
-    """
-
-    invitation: InvitationPublic | None = None
-    member: MemberPublic | None = None
-    status: Annotated[Status, Field(title='Status')]

@@ -354,8 +354,9 @@ async def _insert_tenancy(conn: asyncpg.Connection[Any]) -> tuple[uuid.UUID, uui
         (VIEWER_EMAIL, "Demo Viewer", "viewer"),
     ):
         user_id = await conn.fetchval(
-            """INSERT INTO users (email, password_hash, display_name)
-               VALUES ($1, $2, $3) RETURNING id""",
+            # Verified: the demo login must work without a confirmation mail.
+            """INSERT INTO users (email, password_hash, display_name, email_verified_at)
+               VALUES ($1, $2, $3, now()) RETURNING id""",
             email,
             hash_password(DEMO_PASSWORD),
             name,

@@ -88,8 +88,30 @@ users = Table(
     Column("is_active", Boolean, nullable=False, server_default=text("true")),
     _created_at(),
     Column("last_login_at", DateTime(timezone=True), nullable=True),
+    # Set when the person opened the signed verification link sent to `email`; until then the
+    # account can neither sign in nor join an organisation.
+    Column("email_verified_at", DateTime(timezone=True), nullable=True),
+    # Access tokens issued before this instant are refused (password change, "sign out
+    # everywhere"); checked on every request with the membership.
+    Column("sessions_valid_after", DateTime(timezone=True), nullable=True),
     CheckConstraint("email = lower(email)", name="email_lowercase"),
     UniqueConstraint("email"),
+)
+
+# One row per verification link sent: the link is a signed token naming `id`; using it sets
+# `used_at`, so a link works once, and only before `expires_at`.
+email_verifications = Table(
+    "email_verifications",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column(
+        "user_id", UUID(as_uuid=True), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("email", Text, nullable=False),
+    _created_at(),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("used_at", DateTime(timezone=True), nullable=True),
+    Index("ix_email_verifications_user_id", "user_id"),
 )
 
 memberships = Table(
@@ -127,6 +149,17 @@ invitations = Table(
     ),
     _created_at(),
     Column("accepted_at", DateTime(timezone=True), nullable=True),
+    # The invitation is a single-use token (only its SHA-256 here) that expires; the signed-in,
+    # verified invitee accepts it explicitly. Inviting the same email again replaces it.
+    Column("token_hash", LargeBinary, nullable=True, unique=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    Column(
+        "accepted_by",
+        UUID(as_uuid=True),
+        ForeignKey("users.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
     UniqueConstraint("org_id", "email"),
 )
 
@@ -587,6 +620,19 @@ rate_limit_buckets = Table(
     Column("count", Integer, nullable=False, server_default=text("0")),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Index("ix_rate_limit_buckets_expires_at", "expires_at"),
+)
+
+
+# Failed sign-ins per account: each failure past the free ones makes the next attempt wait
+# longer (progressive delay) instead of locking the account, so nobody can lock anyone out.
+login_throttles = Table(
+    "login_throttles",
+    metadata,
+    Column("account", Text, primary_key=True),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column("next_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_login_throttles_updated_at", "updated_at"),
 )
 
 

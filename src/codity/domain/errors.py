@@ -11,7 +11,9 @@ each family with one HTTP status (`codity.api.errors.status_for`); a subclass on
     ├── ValidationError                 validation_error         422
     │   ├── PayloadTooLargeError        payload_too_large        413
     │   ├── InvalidCronError            invalid_cron
-    │   └── InvalidCursorError          invalid_cursor
+    │   ├── InvalidCursorError          invalid_cursor
+    │   ├── InvalidVerificationTokenError  invalid_verification_token
+    │   └── InvalidInvitationError      invalid_invitation
     ├── NotFoundError                   not_found                404
     │   ├── ProjectNotFoundError        project_not_found
     │   ├── QueueNotFoundError          queue_not_found
@@ -21,7 +23,8 @@ each family with one HTTP status (`codity.api.errors.status_for`); a subclass on
     │   ├── RetryPolicyNotFoundError    retry_policy_not_found
     │   ├── ApiKeyNotFoundError         api_key_not_found
     │   ├── MemberNotFoundError         member_not_found
-    │   └── OrgNotFoundError            org_not_found
+    │   ├── OrgNotFoundError            org_not_found
+    │   └── InvitationNotFoundError     invitation_not_found
     ├── ConflictError                   conflict                 409
     │   ├── IllegalTransitionError      illegal_transition
     │   ├── LeaseLostError              lease_lost
@@ -31,12 +34,16 @@ each family with one HTTP status (`codity.api.errors.status_for`); a subclass on
     │   ├── QueueDrainingError          queue_draining
     │   ├── EmailTakenError             email_taken
     │   ├── AlreadyMemberError          already_member
-    │   └── LastOwnerError              last_owner
+    │   ├── LastOwnerError              last_owner
+    │   └── QuotaExceededError          quota_exceeded
     ├── UnauthorizedError               unauthorized             401
     │   ├── InvalidCredentialsError     invalid_credentials
     │   ├── InvalidRefreshTokenError    invalid_refresh_token
-    │   └── RefreshTokenReusedError     refresh_token_reused
+    │   ├── RefreshTokenReusedError     refresh_token_reused
+    │   └── SessionRevokedError         session_revoked
     ├── ForbiddenError                  forbidden                403
+    │   ├── CsrfError                   csrf_failed
+    │   └── EmailNotVerifiedError       email_not_verified
     └── RateLimitedError                rate_limited             429  (+ Retry-After)
 
 Not-found errors never say whether the thing exists elsewhere: an id of another tenant is
@@ -87,6 +94,18 @@ class InvalidCursorError(ValidationError):
     code = "invalid_cursor"
 
 
+class InvalidVerificationTokenError(ValidationError):
+    """An email verification link that is forged, expired or already used."""
+
+    code = "invalid_verification_token"
+
+
+class InvalidInvitationError(ValidationError):
+    """An invitation token that is unknown, expired, revoked, used, or for another email."""
+
+    code = "invalid_invitation"
+
+
 # --- 404: unknown here (which includes "belongs to another tenant") ---------------------------
 
 
@@ -128,6 +147,10 @@ class MemberNotFoundError(NotFoundError):
 
 class OrgNotFoundError(NotFoundError):
     code = "org_not_found"
+
+
+class InvitationNotFoundError(NotFoundError):
+    code = "invitation_not_found"
 
 
 # --- 409: the current state refuses the change ------------------------------------------------
@@ -208,10 +231,34 @@ class RefreshTokenReusedError(UnauthorizedError):
     code = "refresh_token_reused"
 
 
+class SessionRevokedError(UnauthorizedError):
+    """The access token predates a password change or a "sign out everywhere"."""
+
+    code = "session_revoked"
+
+
 class ForbiddenError(CodityError):
     """Authenticated, but the role (or the kind of credential) does not allow this."""
 
     code = "forbidden"
+
+
+class CsrfError(ForbiddenError):
+    """A call carried by the refresh cookie without the matching `X-CSRF-Token` header."""
+
+    code = "csrf_failed"
+
+
+class EmailNotVerifiedError(ForbiddenError):
+    """The account's email address is not verified yet."""
+
+    code = "email_not_verified"
+
+
+class QuotaExceededError(ConflictError):
+    """An organisation cap (projects, queues, schedules) is reached."""
+
+    code = "quota_exceeded"
 
 
 class RateLimitedError(CodityError):

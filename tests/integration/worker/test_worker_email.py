@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
+from tests.factories import make_queue
 
 from codity import core
 from codity.cli.smtp_sink import smtp_sink
+from codity.mail import parse_smtp_url, send
 from codity.settings import get_settings
 from codity.worker.context import JobContext
-from codity.worker.handlers.email_send import build_message, email_send, send
-from codity.worker.handlers.smtp_url import parse_smtp_url
+from codity.worker.handlers.email_send import build_message, email_send
 from codity.worker.job_logger import JobLogger
 
 
@@ -74,23 +75,23 @@ def tls_files(tmp_path: Path) -> tuple[str, str]:
 PAYLOAD = {"to": ["ops@example.test"], "subject": "Nightly report", "text": "All green."}
 
 
-def _context(payload: Any) -> JobContext:
+def context(payload: Any, *, db: Any = None, queue_id: uuid.UUID | None = None) -> JobContext:
     fence = core.Fence(job_id=1, worker_id=uuid.uuid4(), execution_seq=1)
     return JobContext(
-        job_id=1, queue_id=uuid.uuid4(), handler="email.send", payload=payload, attempt=1,
-        max_attempts=3, execution_seq=1, deadline=None, logger=JobLogger(fence),
-        cancelled=threading.Event(), db=None, _fence=fence,
+        job_id=1, queue_id=queue_id or uuid.uuid4(), handler="email.send", payload=payload,
+        attempt=1, max_attempts=3, execution_seq=1, deadline=None, logger=JobLogger(fence),
+        cancelled=threading.Event(), db=db, _fence=fence,
     )  # fmt: skip
 
 
 async def test_the_handler_delivers_with_auth_to_SMTP_URL(
-    smtp_server: tuple[Inbox, int], monkeypatch: pytest.MonkeyPatch
+    smtp_server: tuple[Inbox, int], monkeypatch: pytest.MonkeyPatch, pool: Any
 ) -> None:
     inbox, port = smtp_server
     monkeypatch.setenv("SMTP_URL", f"smtp://mailer:s3cret@127.0.0.1:{port}")
     get_settings.cache_clear()
     try:
-        result = await email_send(_context(PAYLOAD))
+        result = await email_send(context(PAYLOAD, db=pool, queue_id=await make_queue(pool)))
     finally:
         get_settings.cache_clear()
     assert result["recipients"] == 1

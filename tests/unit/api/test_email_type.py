@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from codity.api.schemas.auth import LoginRequest, RegisterRequest
-from codity.api.schemas.tenancy import MemberCreate
+from codity.api.schemas.tenancy import InvitationCreate
 
 
 @pytest.mark.parametrize(
@@ -26,6 +26,6 @@ def test_malformed_or_reserved_addresses_are_refused(email: str) -> None:
 
 def test_register_and_member_invites_use_the_same_rule() -> None:
     RegisterRequest(email="new@codity.test", password="x" * 12, name="N", org_name="O")
-    MemberCreate(email="new@codity.test", role="member")
+    InvitationCreate(email="new@codity.test", role="member")
     with pytest.raises(ValidationError):
-        MemberCreate(email="not-an-email", role="member")
+        InvitationCreate(email="not-an-email", role="member")

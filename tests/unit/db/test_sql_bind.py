@@ -16,7 +16,7 @@ def _code(text: str) -> str:
 
 
 def test_parameters_are_numbered_in_order_of_first_use_and_repeats_share_a_number() -> None:
-    q = bind("api_rate_limits_consume", key="k", cost=2, limit=5, window_s=60)
+    q = bind("quota_consume", key="k", cost=2, limit=5, window_s=60)
     assert q.args == ("k", 2, 60, 5)  # :key, :cost, :window_s, then :limit in the WHERE
     code = _code(q.text)
     assert ":cost" not in code

@@ -4,6 +4,27 @@
  */
 
 export interface paths {
+    "/api/v1/auth/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation with the mailed link's token (signed in with the invited, verified email)
+         * @description The signed-in invitee accepts: the token must be unused, unexpired, not revoked, and for
+         *     this account's own verified email. Then they are a member, in the invitation's role.
+         */
+        post: operations["accept_invitation_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/login": {
         parameters: {
             query?: never;
@@ -13,7 +34,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign in with email and password */
+        /** Sign in with email and password: the access token in the answer, the refresh token in an httpOnly cookie */
         post: operations["login_post"];
         delete?: never;
         options?: never;
@@ -31,10 +52,31 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revoke the refresh token's family
-         * @description Revokes the presented token's whole family. Unknown tokens are accepted silently.
+         * Revoke the refresh cookie's family and clear the cookies (X-CSRF-Token required)
+         * @description Revokes the refresh cookie's whole family and clears the cookies. Without a (known)
+         *     session cookie there is nothing to revoke: the cookies are cleared all the same.
          */
         post: operations["logout_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out everywhere: every session of the account ends at once
+         * @description Every session of the account ends: refresh families revoked, access tokens refused.
+         */
+        post: operations["logout_everywhere_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -58,6 +100,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the password: every session ends, a new one starts here
+         * @description A new password ends every session (this one included) and starts a new one here.
+         */
+        post: operations["change_password_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/refresh": {
         parameters: {
             query?: never;
@@ -67,7 +129,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a refresh token for new tokens (rotation; reuse revokes the family) */
+        /**
+         * Exchange the refresh cookie for new tokens (X-CSRF-Token required; rotation; reuse revokes the family)
+         * @description Exchange the refresh cookie for a new one (rotation) and a new access token.
+         */
         post: operations["refresh_post"];
         delete?: never;
         options?: never;
@@ -85,8 +150,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Create an account, its organisation and a default project
-         * @description A new user, their organisation (they own it) and a default project, in one transaction.
+         * Create an account (unverified), its organisation and a default project; a verification link is mailed. The same answer for an address that has an account
+         * @description A new, unverified account with its own organisation and a default project; a
+         *     verification link is mailed. An address that already has an account gets the same answer
+         *     and a different mail ("someone tried to register", with a fresh link if still unverified).
          */
         post: operations["register_post"];
         delete?: never;
@@ -105,10 +172,50 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Tokens for another organisation the user belongs to
-         * @description New tokens for another organisation the user belongs to (404 if not a member).
+         * A session for another organisation the user belongs to
+         * @description A session for another organisation the user belongs to (404 if not a member).
          */
         post: operations["switch_org_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an email address with the mailed link's token (single use, expires)
+         * @description The mailed link: signed by us, unexpired, unused, for the account's current email.
+         */
+        post: operations["verify_email_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/verify/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a new verification link to an unverified account (the same answer for any address)
+         * @description A new link for an unverified account; the same answer for any address.
+         */
+        post: operations["resend_verification_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -133,6 +240,45 @@ export interface paths {
         patch: operations["update_org_patch"];
         trace?: never;
     };
+    "/api/v1/org/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Open invitations (not accepted, not revoked), newest first */
+        get: operations["list_invitations_get"];
+        put?: never;
+        /**
+         * Invite someone by email: a single-use link that expires is mailed to them
+         * @description A single-use link, valid INVITATION_TTL_DAYS, mailed to the address. Nobody becomes a
+         *     member here: the invitee accepts it signed in with that address, once it is verified.
+         */
+        post: operations["invite_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an invitation: its link stops working */
+        delete: operations["revoke_invitation_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/members": {
         parameters: {
             query?: never;
@@ -143,8 +289,7 @@ export interface paths {
         /** Members of the organisation */
         get: operations["list_members_get"];
         put?: never;
-        /** Add a member by email (an unknown email gets an invitation) */
-        post: operations["add_member_post"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -161,7 +306,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a member */
+        /** Remove a member (the API keys they created are revoked) */
         delete: operations["remove_member_delete"];
         options?: never;
         head?: never;
@@ -219,7 +364,11 @@ export interface paths {
         /** API keys of the project (never the secrets) */
         get: operations["list_api_keys_get"];
         put?: never;
-        /** Create an API key: the secret is in this response only */
+        /**
+         * Create an API key: the secret is in this response only
+         * @description Every key expires (API_KEY_TTL_DAYS unless asked otherwise) and never does more than its
+         *     creator may at the moment it is used.
+         */
         post: operations["create_api_key_post"];
         delete?: never;
         options?: never;
@@ -858,9 +1007,39 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AccessToken
+         * @description A signed-in session. The refresh token is not here: it travels only in the httpOnly
+         *     `codity_refresh` cookie (path /api/v1/auth, SameSite=Strict). `csrf_token` (also in the
+         *     readable `codity_csrf` cookie) must be sent as `X-CSRF-Token` with /auth/refresh and
+         *     /auth/logout.
+         */
+        AccessToken: {
+            /** Access Token */
+            access_token: string;
+            /**
+             * Csrf Token
+             * @description send as X-CSRF-Token with /auth/refresh and /auth/logout
+             */
+            csrf_token: string;
+            /**
+             * Expires In
+             * @description seconds until the access token expires
+             */
+            expires_in: number;
+            /**
+             * Token Type
+             * @default bearer
+             * @constant
+             */
+            token_type: "bearer";
+        };
         /** ApiKeyCreate */
         ApiKeyCreate: {
-            /** Expires In Days */
+            /**
+             * Expires In Days
+             * @description default: API_KEY_TTL_DAYS (90)
+             */
             expires_in_days?: number | null;
             /** Name */
             name: string;
@@ -874,6 +1053,8 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** @description who created it (the key stops working when they leave the organisation) */
+            created_by: components["schemas"]["UserRef"] | null;
             /** Expires At */
             expires_at: string | null;
             /**
@@ -897,6 +1078,7 @@ export interface components {
             prefix: string;
             /** Revoked At */
             revoked_at: string | null;
+            /** @description the most the key may do; it never does more than its creator may now */
             role: components["schemas"]["MemberRole"];
         };
         /** ApiKeyPublic */
@@ -906,6 +1088,8 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** @description who created it (the key stops working when they leave the organisation) */
+            created_by: components["schemas"]["UserRef"] | null;
             /** Expires At */
             expires_at: string | null;
             /**
@@ -924,6 +1108,7 @@ export interface components {
             prefix: string;
             /** Revoked At */
             revoked_at: string | null;
+            /** @description the most the key may do; it never does more than its creator may now */
             role: components["schemas"]["MemberRole"];
         };
         /** ApiKeysPage */
@@ -1072,6 +1257,17 @@ export interface components {
             /** Samples */
             samples: number;
         };
+        /** EmailVerified */
+        EmailVerified: {
+            /** Email */
+            email: string;
+            /**
+             * Verified
+             * @default true
+             * @constant
+             */
+            verified: true;
+        };
         /** EnqueuedJobPublic */
         EnqueuedJobPublic: {
             /**
@@ -1183,6 +1379,33 @@ export interface components {
             /** Run P95 Ms */
             run_p95_ms: number | null;
         };
+        /** InvitationAccept */
+        InvitationAccept: {
+            /**
+             * Token
+             * @description the token of the mailed link
+             */
+            token: string;
+        };
+        /** InvitationAccepted */
+        InvitationAccepted: {
+            org: components["schemas"]["OrgRef"];
+            role: components["schemas"]["MemberRole"];
+        };
+        /**
+         * InvitationCreate
+         * @description Invite someone: a single-use link is mailed to `email`; the person accepts it signed in
+         *     with that (verified) email. Inviting the same email again replaces the earlier link.
+         */
+        InvitationCreate: {
+            /**
+             * Email
+             * Format: email
+             */
+            email: string;
+            /** @default member */
+            role: components["schemas"]["MemberRole"];
+        };
         /** InvitationPublic */
         InvitationPublic: {
             /**
@@ -1193,11 +1416,26 @@ export interface components {
             /** Email */
             email: string;
             /**
+             * Expires At
+             * Format: date-time
+             * @description the mailed link stops working then
+             */
+            expires_at: string;
+            /**
              * Id
              * Format: uuid
              */
             id: string;
+            /** Invited By Email */
+            invited_by_email: string | null;
             role: components["schemas"]["MemberRole"];
+        };
+        /** InvitationsPage */
+        InvitationsPage: {
+            /** Items */
+            items: components["schemas"]["InvitationPublic"][];
+            /** Next Cursor */
+            next_cursor: string | null;
         };
         /** JobBulkItem */
         JobBulkItem: {
@@ -1538,30 +1776,6 @@ export interface components {
             role: components["schemas"]["MemberRole"];
             user: components["schemas"]["UserPublic"];
         };
-        /**
-         * MemberAdded
-         * @description `added` when the email has an account (it is a member now), `invited` otherwise (the
-         *     membership is created when that email registers).
-         */
-        MemberAdded: {
-            invitation?: components["schemas"]["InvitationPublic"] | null;
-            member?: components["schemas"]["MemberPublic"] | null;
-            /**
-             * Status
-             * @enum {string}
-             */
-            status: "added" | "invited";
-        };
-        /** MemberCreate */
-        MemberCreate: {
-            /**
-             * Email
-             * Format: email
-             */
-            email: string;
-            /** @default member */
-            role: components["schemas"]["MemberRole"];
-        };
         /** MemberPublic */
         MemberPublic: {
             /** Email */
@@ -1654,6 +1868,13 @@ export interface components {
             throughput: components["schemas"]["ThroughputBucket"][];
             totals: components["schemas"]["QueueDepth"];
             workers: components["schemas"]["WorkerCounts"];
+        };
+        /** PasswordChange */
+        PasswordChange: {
+            /** Current Password */
+            current_password: string;
+            /** New Password */
+            new_password: string;
         };
         /** ProjectCreate */
         ProjectCreate: {
@@ -1939,18 +2160,6 @@ export interface components {
             /** Status */
             status: string;
         };
-        /** RefreshRequest */
-        RefreshRequest: {
-            /** Refresh Token */
-            refresh_token: string;
-        };
-        /** RegisterPublic */
-        RegisterPublic: {
-            org: components["schemas"]["OrgRef"];
-            project: components["schemas"]["ProjectRef"];
-            tokens: components["schemas"]["TokenPair"];
-            user: components["schemas"]["UserPublic"];
-        };
         /** RegisterRequest */
         RegisterRequest: {
             /**
@@ -1974,6 +2183,14 @@ export interface components {
             job_ids: number[];
             /** Replayed */
             replayed: number;
+        };
+        /** ResendVerificationRequest */
+        ResendVerificationRequest: {
+            /**
+             * Email
+             * Format: email
+             */
+            email: string;
         };
         /** RetryPoliciesPage */
         RetryPoliciesPage: {
@@ -2273,26 +2490,22 @@ export interface components {
              */
             minute: string;
         };
-        /** TokenPair */
-        TokenPair: {
-            /** Access Token */
-            access_token: string;
-            /**
-             * Expires In
-             * @description seconds until the access token expires
-             */
-            expires_in: number;
-            /** Refresh Token */
-            refresh_token: string;
-            /**
-             * Token Type
-             * @default bearer
-             * @constant
-             */
-            token_type: "bearer";
-        };
         /** UserPublic */
         UserPublic: {
+            /** Email */
+            email: string;
+            /** Email Verified */
+            email_verified: boolean;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Name */
+            name: string | null;
+        };
+        /** UserRef */
+        UserRef: {
             /** Email */
             email: string;
             /**
@@ -2302,6 +2515,29 @@ export interface components {
             id: string;
             /** Name */
             name: string | null;
+        };
+        /**
+         * VerificationSent
+         * @description The same answer whether or not the email already had an account (so registration
+         *     cannot be used to find out who has one); the mail sent differs.
+         */
+        VerificationSent: {
+            /** Message */
+            message: string;
+            /**
+             * Status
+             * @default verification_sent
+             * @constant
+             */
+            status: "verification_sent";
+        };
+        /** VerifyEmailRequest */
+        VerifyEmailRequest: {
+            /**
+             * Token
+             * @description the token of the mailed link
+             */
+            token: string;
         };
         /** WorkerCounts */
         WorkerCounts: {
@@ -2459,6 +2695,102 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    accept_invitation_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationAccept"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAccepted"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     login_post: {
         parameters: {
             query?: never;
@@ -2478,7 +2810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenPair"];
+                    "application/json": components["schemas"]["AccessToken"];
                 };
             };
             /** @description bad_request */
@@ -2549,15 +2881,13 @@ export interface operations {
     logout_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "X-CSRF-Token"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RefreshRequest"];
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Successful Response */
             204: {
@@ -2577,6 +2907,96 @@ export interface operations {
             };
             /** @description unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logout_everywhere_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2714,7 +3134,7 @@ export interface operations {
             };
         };
     };
-    refresh_post: {
+    change_password_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -2723,7 +3143,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RefreshRequest"];
+                "application/json": components["schemas"]["PasswordChange"];
             };
         };
         responses: {
@@ -2733,7 +3153,101 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenPair"];
+                    "application/json": components["schemas"]["AccessToken"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    refresh_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                "X-CSRF-Token"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessToken"];
                 };
             };
             /** @description bad_request */
@@ -2815,12 +3329,12 @@ export interface operations {
         };
         responses: {
             /** @description Successful Response */
-            201: {
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RegisterPublic"];
+                    "application/json": components["schemas"]["VerificationSent"];
                 };
             };
             /** @description bad_request */
@@ -2907,7 +3421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenPair"];
+                    "application/json": components["schemas"]["AccessToken"];
                 };
             };
             /** @description bad_request */
@@ -2930,6 +3444,180 @@ export interface operations {
             };
             /** @description forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    verify_email_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyEmailRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailVerified"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    resend_verification_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResendVerificationRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSent"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3163,7 +3851,7 @@ export interface operations {
             };
         };
     };
-    list_members_get: {
+    list_invitations_get: {
         parameters: {
             query?: {
                 /** @description page size (default 50) */
@@ -3183,7 +3871,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MembersPage"];
+                    "application/json": components["schemas"]["InvitationsPage"];
                 };
             };
             /** @description bad_request */
@@ -3251,7 +3939,7 @@ export interface operations {
             };
         };
     };
-    add_member_post: {
+    invite_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -3260,7 +3948,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["MemberCreate"];
+                "application/json": components["schemas"]["InvitationCreate"];
             };
         };
         responses: {
@@ -3270,7 +3958,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MemberAdded"];
+                    "application/json": components["schemas"]["InvitationPublic"];
                 };
             };
             /** @description bad_request */
@@ -3320,6 +4008,187 @@ export interface operations {
             };
             /** @description payload_too_large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    revoke_invitation_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the invitation's id */
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_members_get: {
+        parameters: {
+            query?: {
+                /** @description page size (default 50) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MembersPage"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -23,6 +23,7 @@ export type ScheduleCreate = S["ScheduleCreate"];
 export type DeadLetterPublic = S["DeadLetterPublic"];
 export type ApiKeyPublic = S["ApiKeyPublic"];
 export type MemberPublic = S["MemberPublic"];
+export type InvitationPublic = S["InvitationPublic"];
 
 export const JOB_STATUSES = [
   "waiting",

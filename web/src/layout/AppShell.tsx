@@ -2,9 +2,8 @@ import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { Link, Outlet, useNavigate } from "@tanstack/react-router";
 
-import { api } from "../api/client";
 import { pollingDisabled, startLiveUpdates, useLiveStatus } from "../api/live";
-import { clearTokens, loadTokens } from "../api/session";
+import { signOutSession } from "../api/session";
 import { SessionProvider, useSession } from "../lib/session";
 import { loadTheme, saveTheme, type Theme } from "../lib/theme";
 import { viewerTimeZone } from "../lib/time";
@@ -37,12 +36,9 @@ function Frame() {
   useEffect(() => startLiveUpdates(queryClient, project.id), [queryClient, project.id]);
 
   async function signOut() {
-    const tokens = loadTokens();
-    if (tokens) {
-      // Revoke the refresh token server-side; sign out locally whatever the answer.
-      await api.POST("/api/v1/auth/logout", { body: { refresh_token: tokens.refresh_token } }).catch(() => undefined);
-    }
-    clearTokens();
+    // The server revokes the session's refresh family and clears its cookies; locally the
+    // session ends whatever the answer.
+    await signOutSession();
     queryClient.clear();
     await navigate({ to: "/login", search: { redirect: undefined } });
   }

@@ -2,8 +2,8 @@ import { useRouter } from "@tanstack/react-router";
 import { type FormEvent, useState } from "react";
 
 import { api } from "../api/client";
-import { toApiError } from "../api/errors";
-import { saveTokens } from "../api/session";
+import { ApiError, toApiError } from "../api/errors";
+import { setSession } from "../api/session";
 import { Button } from "../ui/Button";
 import { Field, Input } from "../ui/Field";
 import { InlineError } from "../ui/States";
@@ -20,6 +20,13 @@ export function LoginPage({ redirect }: { redirect?: string }) {
   const [password, setPassword] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const [resent, setResent] = useState(false);
+  const unverified = error instanceof ApiError && error.code === "email_not_verified";
+
+  async function resend() {
+    await api.POST("/api/v1/auth/verify/resend", { body: { email } });
+    setResent(true);
+  }
 
   async function submit(event: FormEvent) {
     event.preventDefault();
@@ -28,7 +35,7 @@ export function LoginPage({ redirect }: { redirect?: string }) {
     try {
       const { data, error: body, response } = await api.POST("/api/v1/auth/login", { body: { email, password } });
       if (!response.ok || !data) throw toApiError(response.status, body);
-      saveTokens(data);
+      setSession(data);
       router.history.push(safeRedirect(redirect));
     } catch (err) {
       setError(err);
@@ -84,6 +91,11 @@ export function LoginPage({ redirect }: { redirect?: string }) {
             )}
           </Field>
           <InlineError error={error} />
+          {unverified && (
+            <Button type="button" size="sm" onClick={() => void resend()} disabled={resent} data-testid="login-resend">
+              {resent ? "A new confirmation link is on its way" : "Send the confirmation link again"}
+            </Button>
+          )}
           <Button type="submit" variant="primary" className="w-full" busy={busy} data-testid="login-submit">
             Sign in
           </Button>

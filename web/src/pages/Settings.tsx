@@ -4,7 +4,8 @@ import { type FormEvent, useState } from "react";
 import { api, unwrap } from "../api/client";
 import { ApiError } from "../api/errors";
 import { useAction, useLive } from "../api/hooks";
-import type { ApiKeyPublic, MemberPublic, Project } from "../api/types";
+import { sessionExpired, setSession } from "../api/session";
+import type { ApiKeyPublic, InvitationPublic, MemberPublic, Project } from "../api/types";
 import { ROLES, type Role } from "../lib/roles";
 import { useProjectId, useSession } from "../lib/session";
 import { formatDateTime, formatRelative } from "../lib/time";
@@ -23,6 +24,8 @@ export function SettingsPage() {
       <ProjectsCard />
       <ApiKeysCard />
       <MembersCard />
+      <InvitationsCard />
+      <SecurityCard />
     </div>
   );
 }
@@ -146,6 +149,18 @@ function ApiKeysCard() {
     }),
     keyCol.accessor("prefix", { header: "Key", cell: (c) => <code className="text-xs">{c.getValue()}…</code> }),
     keyCol.accessor("role", { header: "Role", cell: (c) => <Badge>{c.getValue()}</Badge> }),
+    keyCol.accessor("created_by", {
+      header: "Created by",
+      meta: { hideOnMobile: true },
+      cell: (c) => <span className="text-xs">{c.getValue()?.email ?? "a former member"}</span>,
+    }),
+    keyCol.accessor("expires_at", {
+      header: "Expires",
+      meta: { hideOnMobile: true },
+      cell: (c) => (
+        <span title={formatDateTime(c.getValue())}>{c.getValue() ? formatRelative(c.getValue()) : "never"}</span>
+      ),
+    }),
     keyCol.accessor("last_used_at", {
       header: "Last used",
       meta: { hideOnMobile: true },
@@ -232,13 +247,6 @@ const memberCol = createColumnHelper<MemberPublic>();
 function MembersCard() {
   const { can, me } = useSession();
   const members = useLive(["members"], () => unwrap(api.GET("/api/v1/org/members")), { interval: 10_000 });
-  const [email, setEmail] = useState("");
-  const [role, setRole] = useState<Role>("member");
-  const add = useAction(
-    () => unwrap(api.POST("/api/v1/org/members", { body: { email, role } })),
-    [["members"]],
-    () => setEmail(""),
-  );
   const change = useAction(
     ({ m, role: next }: { m: MemberPublic; role: Role }) =>
       unwrap(
@@ -252,7 +260,6 @@ function MembersCard() {
     [["members"]],
   );
   const isOwner = can("owner");
-  const err = add.error instanceof ApiError ? add.error : null;
   const columns = [
     memberCol.accessor("email", {
       header: "Member",
@@ -320,44 +327,204 @@ function MembersCard() {
         viewer: reads everything · member: + enqueue, cancel, retry, replay · admin: + queues, schedules, keys, projects
         · owner: + members and roles
       </div>
-      {isOwner && (
-        <form
-          className="grid gap-3 border-t border-slate-100 p-4 sm:grid-cols-[1fr_10rem_auto] sm:items-start"
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            add.mutate(undefined);
-          }}
-        >
-          <Field
-            label="Add a member by email"
-            name="member-email"
-            error={err?.fieldMessage("email") ?? (err && !err.fieldMessage("role") ? err.message : null)}
+    </Card>
+  );
+}
+
+const inviteCol = createColumnHelper<InvitationPublic>();
+
+/** Owners invite by email: a single-use link that expires is mailed; the person joins only by
+ * accepting it signed in with that (confirmed) address. Open invitations can be revoked. */
+function InvitationsCard() {
+  const { can } = useSession();
+  const isOwner = can("owner");
+  const invitations = useLive(["invitations"], () => unwrap(api.GET("/api/v1/org/invitations")), {
+    enabled: isOwner,
+    interval: 10_000,
+  });
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState<Role>("member");
+  const invite = useAction(
+    () => unwrap(api.POST("/api/v1/org/invitations", { body: { email, role } })),
+    [["invitations"]],
+    () => setEmail(""),
+  );
+  const revoke = useAction(
+    (i: InvitationPublic) =>
+      unwrap(api.DELETE("/api/v1/org/invitations/{invitation_id}", { params: { path: { invitation_id: i.id } } })),
+    [["invitations"]],
+  );
+  if (!isOwner) return null;
+  const err = invite.error instanceof ApiError ? invite.error : null;
+  const columns = [
+    inviteCol.accessor("email", {
+      header: "Invited",
+      cell: (c) => <span className="font-medium text-slate-900">{c.getValue()}</span>,
+    }),
+    inviteCol.accessor("role", { header: "Role", cell: (c) => <Badge>{c.getValue()}</Badge> }),
+    inviteCol.accessor("expires_at", {
+      header: "Link expires",
+      meta: { hideOnMobile: true },
+      cell: (c) => <span title={formatDateTime(c.getValue())}>{formatRelative(c.getValue())}</span>,
+    }),
+    inviteCol.display({
+      id: "revoke",
+      header: "",
+      cell: (c) => (
+        <div className="text-right">
+          <Button
+            size="sm"
+            variant="ghost"
+            className="text-rose-600"
+            onClick={() =>
+              window.confirm(`Revoke the invitation of ${c.row.original.email}?`) && revoke.mutate(c.row.original)
+            }
           >
-            {({ id, invalid }) => (
-              <Input
-                id={id}
-                invalid={invalid}
-                type="email"
-                required
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-              />
-            )}
-          </Field>
-          <Field label="Role" name="member-role">
-            {({ id }) => (
-              <Select id={id} value={role} onChange={(e) => setRole(e.target.value as Role)}>
-                {ROLES.map((r) => (
-                  <option key={r}>{r}</option>
-                ))}
-              </Select>
-            )}
-          </Field>
-          <Button type="submit" variant="primary" className="sm:mt-5" busy={add.isPending}>
-            Add member
+            Revoke
           </Button>
-        </form>
+        </div>
+      ),
+    }),
+  ];
+  return (
+    <Card title="Invitations" padded={false} testId="settings-invitations">
+      <InlineError error={revoke.error} />
+      <DataTable
+        columns={columns}
+        data={invitations.data?.items}
+        getRowId={(i) => i.id}
+        loading={invitations.isLoading}
+        error={invitations.error}
+        empty={<EmptyState title="No open invitations" hint="Invite someone by email below." />}
+      />
+      <form
+        className="grid gap-3 border-t border-slate-100 p-4 sm:grid-cols-[1fr_10rem_auto] sm:items-start"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          invite.mutate(undefined);
+        }}
+      >
+        <Field
+          label="Invite by email"
+          name="invite-email"
+          error={err?.fieldMessage("email") ?? (err && !err.fieldMessage("role") ? err.message : null)}
+        >
+          {({ id, invalid }) => (
+            <Input
+              id={id}
+              invalid={invalid}
+              type="email"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+            />
+          )}
+        </Field>
+        <Field label="Role" name="invite-role">
+          {({ id }) => (
+            <Select id={id} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+              {ROLES.map((r) => (
+                <option key={r}>{r}</option>
+              ))}
+            </Select>
+          )}
+        </Field>
+        <Button type="submit" variant="primary" className="sm:mt-5" busy={invite.isPending}>
+          Send invitation
+        </Button>
+      </form>
+    </Card>
+  );
+}
+
+/** The signed-in person's own sessions: a new password (every session ends, this one starts
+ * again) and "sign out everywhere". */
+function SecurityCard() {
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const [changed, setChanged] = useState(false);
+  const change = useAction(
+    () => unwrap(api.POST("/api/v1/auth/password", { body: { current_password: current, new_password: next } })),
+    [],
+    (tokens) => {
+      setSession(tokens);
+      setCurrent("");
+      setNext("");
+      setChanged(true);
+    },
+  );
+  const everywhere = useAction(
+    () => unwrap(api.POST("/api/v1/auth/logout-all")),
+    [],
+    () => sessionExpired(),
+  );
+  const err = change.error instanceof ApiError ? change.error : null;
+  return (
+    <Card title="Your sessions" testId="settings-security">
+      <form
+        className="grid gap-3 sm:grid-cols-[1fr_1fr_auto] sm:items-start"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          setChanged(false);
+          change.mutate(undefined);
+        }}
+      >
+        <Field
+          label="Current password"
+          name="current-password"
+          error={err && !err.fieldMessage("new_password") ? err.message : null}
+        >
+          {({ id, invalid }) => (
+            <Input
+              id={id}
+              invalid={invalid}
+              type="password"
+              autoComplete="current-password"
+              required
+              value={current}
+              onChange={(e) => setCurrent(e.target.value)}
+            />
+          )}
+        </Field>
+        <Field
+          label="New password (12 characters or more)"
+          name="new-password"
+          error={err?.fieldMessage("new_password")}
+        >
+          {({ id, invalid }) => (
+            <Input
+              id={id}
+              invalid={invalid}
+              type="password"
+              autoComplete="new-password"
+              required
+              minLength={12}
+              value={next}
+              onChange={(e) => setNext(e.target.value)}
+            />
+          )}
+        </Field>
+        <Button type="submit" variant="primary" className="sm:mt-5" busy={change.isPending}>
+          Change password
+        </Button>
+      </form>
+      {changed && (
+        <p className="mt-2 text-sm text-emerald-700" data-testid="password-changed">
+          Password changed. Every other session is signed out.
+        </p>
       )}
+      <div className="mt-4 flex flex-wrap items-center gap-3 border-t border-slate-100 pt-4 text-sm text-slate-600">
+        <span>Signed in on another device you no longer trust?</span>
+        <Button
+          variant="danger"
+          size="sm"
+          busy={everywhere.isPending}
+          onClick={() => window.confirm("Sign out every session, this one included?") && everywhere.mutate(undefined)}
+          data-testid="logout-everywhere"
+        >
+          Sign out everywhere
+        </Button>
+      </div>
     </Card>
   );
 }

@@ -1,8 +1,10 @@
 """/projects/{project_id}/api-keys: project API keys, shown once, stored as SHA-256, revocable.
 
-A key acts with the role it was created with, inside its one project only. A key cannot be
-created with a role above its creator's, and keys cannot create keys (a leaked key must not be
-able to mint a replacement that outlives its revocation).
+A key acts inside its one project only, with the lower of its own role and its creator's
+current role in the organisation; it stops working when its creator leaves (and is revoked
+then). A key cannot be created with a role above its creator's, keys cannot create keys (a
+leaked key must not be able to mint a replacement that outlives its revocation), and every key
+expires (API_KEY_TTL_DAYS, 90, by default).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Annotated
 from fastapi import Path, Response
 
 from codity.api.audit import record_audit
-from codity.api.deps import DbPool, ProjectScope
+from codity.api.deps import AppSettings, DbPool, ProjectScope
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
@@ -36,7 +38,11 @@ async def list_api_keys(
     return ApiKeysPage(items=items, next_cursor=next_cursor(items, limit, lambda k: (k.id,)))
 
 
-async def create_api_key(body: ApiKeyCreate, ctx: ProjectScope, pool: DbPool) -> ApiKeyCreated:
+async def create_api_key(
+    body: ApiKeyCreate, ctx: ProjectScope, pool: DbPool, settings: AppSettings
+) -> ApiKeyCreated:
+    """Every key expires (API_KEY_TTL_DAYS unless asked otherwise) and never does more than its
+    creator may at the moment it is used."""
     creator = require_user(ctx.principal)
     require_role(ctx.principal, body.role)  # no key above its creator's role
     key, prefix, key_hash = new_api_key()
@@ -49,7 +55,7 @@ async def create_api_key(body: ApiKeyCreate, ctx: ProjectScope, pool: DbPool) ->
             key_hash=key_hash,
             role=body.role,
             created_by=creator,
-            expires_in_days=body.expires_in_days,
+            expires_in_days=body.expires_in_days or settings.api_key_ttl_days,
         )
         await record_audit(
             conn,

@@ -29,25 +29,47 @@ class LoginRequest(RequestModel):
     password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
 
 
-class RefreshRequest(RequestModel):
-    refresh_token: str = Field(min_length=1, max_length=512)
-
-
 class SwitchOrgRequest(RequestModel):
     org_id: uuid.UUID
 
 
-class TokenPair(PublicModel):
+class VerifyEmailRequest(RequestModel):
+    token: str = Field(min_length=1, max_length=2000, description="the token of the mailed link")
+
+
+class ResendVerificationRequest(RequestModel):
+    email: Email
+
+
+class PasswordChange(RequestModel):
+    current_password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
+    new_password: str = Field(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)
+
+
+class InvitationAccept(RequestModel):
+    token: str = Field(min_length=1, max_length=512, description="the token of the mailed link")
+
+
+class AccessToken(PublicModel):
+    """A signed-in session. The refresh token is not here: it travels only in the httpOnly
+    `codity_refresh` cookie (path /api/v1/auth, SameSite=Strict). `csrf_token` (also in the
+    readable `codity_csrf` cookie) must be sent as `X-CSRF-Token` with /auth/refresh and
+    /auth/logout."""
+
     access_token: str
-    refresh_token: str
     token_type: Literal["bearer"] = "bearer"  # noqa: S105 - the OAuth token type, not a secret
     expires_in: int = Field(description="seconds until the access token expires")
+    csrf_token: str = Field(description="send as X-CSRF-Token with /auth/refresh and /auth/logout")
 
 
-class UserPublic(PublicModel):
+class UserRef(PublicModel):
     id: uuid.UUID
     email: str
     name: str | None
+
+
+class UserPublic(UserRef):
+    email_verified: bool
 
 
 class OrgRef(PublicModel):
@@ -67,11 +89,22 @@ class MembershipPublic(PublicModel):
     role: MemberRole
 
 
-class RegisterPublic(PublicModel):
-    user: UserPublic
+class VerificationSent(PublicModel):
+    """The same answer whether or not the email already had an account (so registration
+    cannot be used to find out who has one); the mail sent differs."""
+
+    status: Literal["verification_sent"] = "verification_sent"
+    message: str
+
+
+class EmailVerified(PublicModel):
+    email: str
+    verified: Literal[True] = True
+
+
+class InvitationAccepted(PublicModel):
     org: OrgRef
-    project: ProjectRef
-    tokens: TokenPair
+    role: MemberRole
 
 
 class MePublic(PublicModel):

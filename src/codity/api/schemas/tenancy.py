@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Literal
 
 from pydantic import Field
 
+from codity.api.schemas.auth import UserRef
 from codity.api.schemas.common import PublicModel, RequestModel, text_field
 from codity.api.schemas.email import Email
 from codity.domain.states import MemberRole
@@ -45,20 +45,21 @@ class InvitationPublic(PublicModel):
     email: str
     role: MemberRole
     created_at: dt.datetime
+    expires_at: dt.datetime = Field(description="the mailed link stops working then")
+    invited_by_email: str | None
 
 
-class MemberCreate(RequestModel):
+class InvitationsPage(PublicModel):
+    items: list[InvitationPublic]
+    next_cursor: str | None
+
+
+class InvitationCreate(RequestModel):
+    """Invite someone: a single-use link is mailed to `email`; the person accepts it signed in
+    with that (verified) email. Inviting the same email again replaces the earlier link."""
+
     email: Email
     role: MemberRole = MemberRole.MEMBER
-
-
-class MemberAdded(PublicModel):
-    """`added` when the email has an account (it is a member now), `invited` otherwise (the
-    membership is created when that email registers)."""
-
-    status: Literal["added", "invited"]
-    member: MemberPublic | None = None
-    invitation: InvitationPublic | None = None
 
 
 class MemberUpdate(RequestModel):
@@ -92,8 +93,13 @@ class ApiKeyPublic(PublicModel):
     id: uuid.UUID
     name: str
     prefix: str = Field(description="the key's first characters, to tell keys apart")
-    role: MemberRole
+    role: MemberRole = Field(
+        description="the most the key may do; it never does more than its creator may now"
+    )
     created_at: dt.datetime
+    created_by: UserRef | None = Field(
+        description="who created it (the key stops working when they leave the organisation)"
+    )
     last_used_at: dt.datetime | None
     expires_at: dt.datetime | None
     revoked_at: dt.datetime | None
@@ -107,7 +113,9 @@ class ApiKeysPage(PublicModel):
 class ApiKeyCreate(RequestModel):
     name: str = text_field(min_length=1, max_length=100)
     role: MemberRole = MemberRole.MEMBER
-    expires_in_days: int | None = Field(default=None, ge=1, le=3650)
+    expires_in_days: int | None = Field(
+        default=None, ge=1, le=3650, description="default: API_KEY_TTL_DAYS (90)"
+    )
 
 
 class ApiKeyCreated(ApiKeyPublic):

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
+import asyncpg
+
+from codity.api.schemas.auth import UserRef
 from codity.api.schemas.tenancy import ApiKeyPublic
 from codity.core import Conn
 from codity.db.queries import Fragments, bind
@@ -31,6 +34,19 @@ async def use_key(conn: Conn, key_hash: bytes) -> LiveKey | None:
     return LiveKey(row["id"], row["project_id"], row["org_id"], MemberRole(row["role"]))
 
 
+def _key(row: asyncpg.Record) -> ApiKeyPublic:
+    data = dict(row)
+    creator_id = data.pop("creator_id")
+    creator = (
+        UserRef(id=creator_id, email=data.pop("creator_email"), name=data.pop("creator_name"))
+        if creator_id is not None
+        else None
+    )
+    data.pop("creator_email", None)
+    data.pop("creator_name", None)
+    return ApiKeyPublic(**data, created_by=creator)
+
+
 async def list_keys(
     conn: Conn, project_id: UUID, *, limit: int, after_id: UUID | None
 ) -> list[ApiKeyPublic]:
@@ -38,7 +54,7 @@ async def list_keys(
     if after_id is not None:
         where.add("api_api_keys_after", after_id=after_id)
     rows = await where.bind("api_api_keys_list", project_id=project_id, limit=limit).fetch(conn)
-    return [ApiKeyPublic(**dict(r)) for r in rows]
+    return [_key(r) for r in rows]
 
 
 async def create_key(
@@ -50,7 +66,7 @@ async def create_key(
     key_hash: bytes,
     role: MemberRole,
     created_by: UUID,
-    expires_in_days: int | None,
+    expires_in_days: int,
 ) -> ApiKeyPublic:
     row = await bind(
         "api_api_keys_insert",
@@ -62,7 +78,12 @@ async def create_key(
         created_by=created_by,
         expires_in_days=expires_in_days,
     ).fetchrow(conn)
-    return ApiKeyPublic(**dict(row))
+    return _key(row)
+
+
+async def revoke_keys_of(conn: Conn, org_id: UUID, user_id: UUID) -> None:
+    """The keys `user_id` created in the organisation's projects (they leave it)."""
+    await bind("api_api_keys_revoke_of_creator", org_id=org_id, user_id=user_id).execute(conn)
 
 
 async def revoke_key(conn: Conn, project_id: UUID, key_id: UUID) -> None:

@@ -3,6 +3,7 @@ SQL: `db/sql/api_members.sql`."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from uuid import UUID
 
 import asyncpg
@@ -10,14 +11,21 @@ import asyncpg
 from codity.api.schemas.tenancy import InvitationPublic, MemberPublic
 from codity.core import Conn
 from codity.db.queries import Fragments, bind
-from codity.domain.errors import AlreadyMemberError, MemberNotFoundError
+from codity.domain.errors import (
+    AlreadyMemberError,
+    InvitationNotFoundError,
+    MemberNotFoundError,
+)
 from codity.domain.states import MemberRole
 
 
-async def role_of(conn: Conn, org_id: UUID, user_id: UUID) -> MemberRole | None:
-    """The person's role in the organisation now; None when not a member (or inactive)."""
-    role = await bind("api_members_role", org_id=org_id, user_id=user_id).fetchval(conn)
-    return None if role is None else MemberRole(role)
+async def role_of(
+    conn: Conn, org_id: UUID, user_id: UUID
+) -> tuple[MemberRole, datetime | None] | None:
+    """The person's role in the organisation now and the instant before which their access
+    tokens are refused; None when not a member (or the account is inactive)."""
+    row = await bind("api_members_role", org_id=org_id, user_id=user_id).fetchrow(conn)
+    return None if row is None else (MemberRole(row["role"]), row["sessions_valid_after"])
 
 
 async def list_members(
@@ -84,14 +92,51 @@ async def remove(conn: Conn, org_id: UUID, user_id: UUID) -> None:
 
 
 async def invite(
-    conn: Conn, org_id: UUID, *, email: str, role: MemberRole, invited_by: UUID | None
+    conn: Conn,
+    org_id: UUID,
+    *,
+    email: str,
+    role: MemberRole,
+    invited_by: UUID | None,
+    token_hash: bytes,
+    ttl_days: int,
 ) -> InvitationPublic:
     row = await bind(
-        "api_invitations_upsert", org_id=org_id, email=email, role=role.value, invited_by=invited_by
+        "api_invitations_upsert",
+        org_id=org_id,
+        email=email,
+        role=role.value,
+        invited_by=invited_by,
+        token_hash=token_hash,
+        ttl_days=ttl_days,
     ).fetchrow(conn)
     return InvitationPublic(**dict(row))
 
 
-async def accept_invitations(conn: Conn, email: str, user_id: UUID) -> None:
-    """Every pending invitation to `email` becomes a membership of `user_id`."""
-    await bind("api_invitations_accept_all", email=email, user_id=user_id).execute(conn)
+async def list_invitations(
+    conn: Conn, org_id: UUID, *, limit: int, after: tuple[datetime, UUID] | None
+) -> list[InvitationPublic]:
+    where = Fragments()
+    if after is not None:
+        where.add("api_invitations_after", after_created_at=after[0], after_id=after[1])
+    rows = await where.bind("api_invitations_list", org_id=org_id, limit=limit).fetch(conn)
+    return [InvitationPublic(**dict(r)) for r in rows]
+
+
+async def revoke_invitation(conn: Conn, org_id: UUID, invitation_id: UUID) -> None:
+    revoked = await bind(
+        "api_invitations_revoke", org_id=org_id, invitation_id=invitation_id
+    ).fetchval(conn)
+    if revoked is None:
+        raise InvitationNotFoundError("no open invitation with this id in the organisation")
+
+
+async def accept_invitation(
+    conn: Conn, token_hash: bytes, user_id: UUID
+) -> tuple[UUID, MemberRole] | None:
+    """The organisation and role of the invitation, now used; None when the token is unknown,
+    used, revoked, expired or for another (or an unverified) email."""
+    row = await bind("api_invitations_accept", token_hash=token_hash, user_id=user_id).fetchrow(
+        conn
+    )
+    return None if row is None else (row["org_id"], MemberRole(row["role"]))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from codity.domain.errors import ConfigurationError
-from codity.worker.handlers.smtp_url import parse_smtp_url
+from codity.mail import parse_smtp_url
 
 
 def test_starttls_with_credentials() -> None:

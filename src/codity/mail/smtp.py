@@ -1,8 +1,12 @@
-"""SMTP_URL, parsed: `smtp://user:pass@host:587?starttls=true` or `smtps://host:465` (implicit TLS)."""
+"""The SMTP transport: SMTP_URL, parsed (`smtp://user:pass@host:587?starttls=true` or
+`smtps://host:465` for implicit TLS), and a blocking send (run it in a thread)."""
 
 from __future__ import annotations
 
+import smtplib
+import ssl
 from dataclasses import dataclass, field
+from email.message import EmailMessage
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from codity.domain.errors import ConfigurationError
@@ -45,3 +49,26 @@ def parse_smtp_url(url: str) -> SmtpTarget:
         verify=query.get("verify", "true") in _TRUE,
         timeout_s=float(query.get("timeout", "30")),
     )
+
+
+def send(target: SmtpTarget, message: EmailMessage) -> None:
+    """Blocking send; call it in a thread."""
+    context = ssl.create_default_context()
+    if not target.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    client: smtplib.SMTP
+    if target.implicit_tls:
+        client = smtplib.SMTP_SSL(
+            target.host, target.port, timeout=target.timeout_s, context=context
+        )
+    else:
+        client = smtplib.SMTP(target.host, target.port, timeout=target.timeout_s)
+    with client:
+        client.ehlo()
+        if target.starttls:
+            client.starttls(context=context)
+            client.ehlo()
+        if target.username:
+            client.login(target.username, target.password or "")
+        client.send_message(message)
