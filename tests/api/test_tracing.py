@@ -32,7 +32,7 @@ async def test_a_request_is_a_span_and_its_enqueue_carries_its_trace(
     monkeypatch.setattr(tracing, "asgi_middleware", lambda: TestMiddleware)
     app = create_app(make_settings(database_url))
     async with app_client(app) as client:
-        owner = await register_and_login(client)
+        owner = await register_and_login(client, api_db)
         headers = {"Authorization": f"Bearer {owner.access_token}"}
         base = f"{API}/projects/{owner.project_id}"
         made = await client.post(f"{base}/queues", json={"name": "traced"}, headers=headers)

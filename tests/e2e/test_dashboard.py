@@ -537,8 +537,9 @@ def test_every_screen_passes_axe_and_works_from_the_keyboard(new_page) -> None:
 def _api_call(page: Page, method: str, path: str, body: object | None = None) -> dict:
     """Call the API from the page with the signed-in user's token (`path` below the project)."""
     return page.evaluate(
-        """async ([method, path, body]) => {
-            const { access_token } = JSON.parse(localStorage.getItem("codity.session"));
+        """async ([method, path, body]) => {"""
+        + ACCESS_TOKEN_JS
+        + """
             const headers = { Authorization: `Bearer ${access_token}`, "Content-Type": "application/json" };
             const me = await (await fetch("/api/v1/auth/me", { headers })).json();
             const r = await fetch(`/api/v1/projects/${me.projects[0].id}${path}`,

@@ -41,6 +41,7 @@ async def _echo(request: Request) -> JSONResponse:
             "query": request.url.query,
             "body": body.decode(),
             "authorization": request.headers.get("authorization"),
+            "cookie": request.headers.get("cookie"),
             "forwarded_for": request.headers.getlist("x-forwarded-for"),
             "forwarded": request.headers.getlist("forwarded"),
             "real_ip": request.headers.getlist("x-real-ip"),
@@ -227,5 +228,26 @@ def test_every_set_cookie_of_the_api_reaches_the_browser(dist: Path) -> None:
             answer = await web.post("/api/v1/auth/login")
             cookies = answer.headers.get_list("set-cookie")
             assert sorted(c.split("=", 1)[0] for c in cookies) == ["codity_csrf", "codity_refresh"]
+
+    _run(check)
+
+
+def test_one_browsers_cookies_never_reach_another_browsers_requests(dist: Path) -> None:
+    """The proxy is one HTTP client for every browser: it must not keep the cookies the API
+    sets, or one person's session cookie would be sent with everybody's requests. (Found when
+    sessions moved to cookies: the CSRF check refused the borrowed session.) Break it: drop the
+    cookie policy from the proxy's client and the second browser's request carries the first
+    browser's refresh cookie."""
+
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as first, await _client(app) as second:
+            signed_in = await first.post("/api/v1/auth/login")
+            assert signed_in.cookies.get("codity_refresh") == "r"
+            echoed = (await second.get("/api/v1/auth/anything")).json()
+            assert echoed["cookie"] is None
+            # And a browser's own cookies still go through.
+            mine = (await second.get("/api/v1/x", headers={"cookie": "codity_csrf=c"})).json()
+            assert mine["cookie"] == "codity_csrf=c"
 
     _run(check)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Annotated
 
@@ -90,8 +91,14 @@ def create_web_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # One client serves every browser: it must keep no cookies, or a session cookie the API
+        # set for one person would ride along on everybody's next request.
+        no_cookies = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
         async with httpx.AsyncClient(
-            base_url=api_url, transport=transport, timeout=PROXY_TIMEOUT_S
+            base_url=api_url,
+            transport=transport,
+            timeout=PROXY_TIMEOUT_S,
+            cookies=no_cookies,
         ) as client:
             app.state.client = client
             yield

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
+from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from tests.acceptance.services.service_procs import Procs
+from tests.accounts import sign_up
 from tests.waiting import wait_for
 
 from codity.client import (
@@ -49,15 +52,13 @@ async def _start_api(procs: Procs, **env: str) -> str:
     return base
 
 
-async def _account(base: str) -> tuple[str, str, str]:
-    """Register a user (org + default project) and make an API key: (token, project, key)."""
+async def _account(base: str, db: asyncpg.Connection[Any]) -> tuple[str, str, str]:
+    """Sign up a user (org + default project) and make an API key: (token, project, key)."""
     async with httpx.AsyncClient(base_url=base + "/api/v1") as http:
-        reg = await http.post("/auth/register", json={
-            "email": f"dev-{uuid.uuid4().hex[:8]}@codity.test", "name": "Dev",
-            "password": PASSWORD, "org_name": "Client Co"})  # fmt: skip
-        assert reg.status_code == 201, reg.text
-        body = models.RegisterPublic.model_validate(reg.json())
-        token, project = body.tokens.access_token, str(body.project.id)
+        token, project = await sign_up(
+            http, db, email=f"dev-{uuid.uuid4().hex[:8]}@codity.test", password=PASSWORD,
+            name="Dev", org_name="Client Co", prefix="",
+        )  # fmt: skip
         key = await http.post(f"/projects/{project}/api-keys", json={"name": "ci", "role": "admin"},
                               headers={"Authorization": f"Bearer {token}"})  # fmt: skip
         assert key.status_code == 201, key.text
@@ -65,9 +66,9 @@ async def _account(base: str) -> tuple[str, str, str]:
 
 
 @pytest.mark.slow
-async def test_the_client_against_a_real_api(procs: Procs) -> None:
+async def test_the_client_against_a_real_api(procs: Procs, db: asyncpg.Connection[Any]) -> None:
     base = await _start_api(procs, RATE_LIMIT_ENQUEUE_PER_MINUTE="9")
-    token, project, key = await _account(base)
+    token, project, key = await _account(base, db)
 
     def sync_part() -> list[float]:
         with Client(base, api_key=key, project_id=project) as api:

@@ -24,6 +24,7 @@ import httpx
 import pytest
 from tests.acceptance.services.own_cluster import OwnCluster, own_cluster
 from tests.acceptance.services.service_procs import Procs, wait_for
+from tests.accounts import sign_up
 from tests.chaos.cutter import Cutter, running_cutter
 from tests.factories import make_queue
 
@@ -102,14 +103,11 @@ async def _outage(cluster: OwnCluster, tmp_path: Path, cutter: Cutter, api_db_ur
 
             await wait_for(ready, timeout_s=60, interval_s=0.2, what="the API to be ready")
             who = f"ops-{uuid.uuid4().hex[:8]}@example.test"
-            registered = await http.post(
-                "/api/v1/auth/register",
-                json={"email": who, "password": "a-long-enough-password", "name": "Ops",
-                      "org_name": "Outage"},
+            token, project_id = await sign_up(
+                http, db, email=who, password="a-long-enough-password", name="Ops",
+                org_name="Outage",
             )  # fmt: skip
-            assert registered.status_code == 201, registered.text
-            project_id = registered.json()["project"]["id"]
-            headers = {"Authorization": f"Bearer {registered.json()['tokens']['access_token']}"}
+            headers = {"Authorization": f"Bearer {token}"}
             jobs_url = f"/api/v1/projects/{project_id}/jobs"
             queue_id = await make_queue(db, uuid.UUID(project_id), name="outage")
 

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 from tests import pgbouncer as bouncer
 from tests.acceptance.services.service_procs import Procs, wait_workers
+from tests.accounts import sign_up
 from tests.factories import make_queue, make_tenant
 from tests.waiting import wait_for
 
@@ -111,14 +112,15 @@ async def _enqueue_on_every_driver(url: str, queue_id: uuid.UUID) -> list[int]:
     return ids
 
 
-async def _api_project(http: httpx.AsyncClient) -> tuple[str, dict[str, str]]:
-    """Register through the API (an org, a project) and create a `bounced` queue in it."""
-    reg = await http.post("/auth/register", json={
-        "email": f"bouncer-{uuid.uuid4().hex[:6]}@codity.test", "name": "B",
-        "password": "correct-horse-battery-staple", "org_name": "Bounced"})  # fmt: skip
-    assert reg.status_code == 201, reg.text
-    headers = {"Authorization": f"Bearer {reg.json()['tokens']['access_token']}"}
-    project = str(reg.json()["project"]["id"])
+async def _api_project(
+    http: httpx.AsyncClient, db: asyncpg.Connection[Any]
+) -> tuple[str, dict[str, str]]:
+    """Sign up through the API (an org, a project) and create a `bounced` queue in it."""
+    token, project = await sign_up(
+        http, db, email=f"bouncer-{uuid.uuid4().hex[:6]}@codity.test", name="B",
+        password="correct-horse-battery-staple", org_name="Bounced", prefix="",
+    )  # fmt: skip
+    headers = {"Authorization": f"Bearer {token}"}
     made = await http.post(f"/projects/{project}/queues", json={"name": "bounced"},
                            headers=headers)  # fmt: skip
     assert made.status_code == 201, made.text
@@ -173,7 +175,7 @@ async def _run_through(
 
         await wait_for(api_ready, timeout_s=30, what="the API through pgbouncer")
         http = httpx.AsyncClient(base_url=base + "/api/v1", timeout=10)
-        project, headers = await _api_project(http)
+        project, headers = await _api_project(http, db)
         # Started once both `bounced` queues exist: a worker given queue names resolves them once.
         procs.spawn("worker", "-q", "bounced", "-c", "20", env={**env, "DATABASE_DIRECT_URL": database_url},
                     name="worker")  # fmt: skip
