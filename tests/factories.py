@@ -63,13 +63,19 @@ async def make_queue(
     retry_policy_id: uuid.UUID | None = None,
     default_max_attempts: int = 3,
     default_timeout_ms: int | None = None,
+    priority: int = 0,
+    key_concurrency_limit: int | None = None,
+    rate_limit: tuple[int, int] | None = None,  # (count, period in ms)
+    rate_limit_per_key: bool = False,
 ) -> uuid.UUID:
     if project_id is None:
         project_id = (await make_tenant(conn)).project_id
     return await conn.fetchval(  # type: ignore[no-any-return]
         """INSERT INTO queues (project_id, name, concurrency_limit, is_paused, retry_policy_id,
-                               default_max_attempts, default_timeout_ms)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id""",
+                               default_max_attempts, default_timeout_ms, priority,
+                               key_concurrency_limit, rate_limit_count, rate_limit_period_ms,
+                               rate_limit_per_key)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id""",
         project_id,
         name or f"q-{uuid.uuid4().hex[:8]}",
         concurrency_limit,
@@ -77,6 +83,11 @@ async def make_queue(
         retry_policy_id,
         default_max_attempts,
         default_timeout_ms,
+        priority,
+        key_concurrency_limit,
+        rate_limit[0] if rate_limit else None,
+        rate_limit[1] if rate_limit else None,
+        rate_limit_per_key,
     )
 
 
@@ -136,12 +147,19 @@ async def make_finished_attempt(
 
 
 async def make_project(
-    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], org_id: uuid.UUID, slug: str | None = None
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    org_id: uuid.UUID,
+    slug: str | None = None,
+    *,
+    weight: int = 1,
 ) -> uuid.UUID:
     """Another project in an existing organisation."""
     slug = slug or f"p-{uuid.uuid4().hex[:8]}"
     return await conn.fetchval(  # type: ignore[no-any-return]
-        "INSERT INTO projects (org_id, name, slug) VALUES ($1, $2, $2) RETURNING id", org_id, slug
+        "INSERT INTO projects (org_id, name, slug, weight) VALUES ($1, $2, $2, $3) RETURNING id",
+        org_id,
+        slug,
+        weight,
     )
 
 

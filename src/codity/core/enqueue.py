@@ -9,6 +9,11 @@ Everything runs on the caller's connection: called inside the caller's open tran
 jobs become part of it (they exist if and only if the caller's own writes commit), and the
 NOTIFY that wakes idle workers is delivered at that commit, not before.
 
+Unique jobs (`unique_for_s`): the keys are locked (a transaction-scoped advisory lock per queue
+and key, taken in one order), then looked up in a new statement, whose snapshot therefore sees
+every job a concurrent enqueuer of the same key committed; only the jobs with no recent match
+are inserted. docs/CONCURRENCY.md, "Unique jobs", says how this differs from idempotency keys.
+
 Speed (docs/DESIGN_DECISIONS.md, "Bulk enqueue"): jobs are validated and their payloads
 JSON-encoded once, in one pass; every INSERT_CHUNK jobs go to the server as one `unnest`
 INSERT whose reply is a single row of arrays; a bulk enqueue split into several statements
@@ -37,16 +42,19 @@ from codity.core.drivers import (
 from codity.core.queues import QueueInfo
 from codity.core.validation import (
     MAX_ATTEMPTS_LIMIT,
+    check_flow_key,
     check_handler,
     check_idempotency_key,
     check_positive,
     check_priority,
     check_trace_parent,
+    check_unique,
     check_when,
     encode_payload,
 )
 from codity.db.queries import sql
 from codity.domain.errors import QueueNotFoundError, ValidationError
+from codity.domain.flow import default_unique_key
 from codity.domain.states import JobStatus
 from codity.tracing import current_traceparent
 
@@ -78,8 +86,14 @@ class NewJob:
     retry_policy_id: UUID | None = None
     #: W3C traceparent of the enqueuing span; None = the caller's current span, if traced.
     trace_parent: str | None = None
-    # Flow control (concurrency_key, unique_for_s / unique_key / unique_states) goes here, with
-    # its column in `_Columns` and `insert_jobs`: every driver and every caller then has it.
+    #: Jobs sharing a key share their queue's key_concurrency_limit (and per-key rate limit).
+    concurrency_key: str | None = None
+    #: Unique jobs: return a job of this queue with the same unique_key created less than
+    #: unique_for_s ago and in one of unique_states (default: not finished) instead of
+    #: making a new one. unique_key defaults to a hash of handler + payload.
+    unique_for_s: float | None = None
+    unique_key: str | None = None
+    unique_states: Sequence[JobStatus | str] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,13 +109,22 @@ class QueueRef:
 class EnqueuedJob:
     id: int
     status: JobStatus
-    created: bool  # False when an idempotency key matched an existing job
+    created: bool  # False when an idempotency key or a unique key matched an existing job
 
 
 @dataclass(frozen=True)
 class _QueueDefaults:
     info: QueueInfo
     policy_max_attempts: int | None
+
+
+@dataclass(frozen=True)
+class _Unique:
+    """A unique enqueue's key, window and states (not stored: only the key is)."""
+
+    key: str
+    for_ms: float
+    states: tuple[JobStatus, ...]
 
 
 @dataclass
@@ -121,7 +144,10 @@ class _Columns:
     pending: list[int]
     schedule_id: list[UUID | None]
     trace_parent: list[str | None]
+    concurrency_key: list[str | None]
+    unique_key: list[str | None]
     depends_on: list[tuple[int, ...]]
+    unique: list[_Unique | None]
 
     @property
     def size(self) -> int:
@@ -146,10 +172,15 @@ class _Columns:
             self.size,
             any(k is not None for k in self.idempotency_key),
             _uniform(self.trace_parent),
+            _uniform(self.concurrency_key),
+            _uniform(self.unique_key),
         )
 
     def chunk(self, start: int, stop: int) -> _Columns:
         return _Columns(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
+
+    def select(self, rows: Sequence[int]) -> _Columns:
+        return _Columns(**{f.name: [getattr(self, f.name)[i] for i in rows] for f in fields(self)})
 
 
 def _uniform(column: list[Any]) -> list[Any]:
@@ -191,6 +222,11 @@ def _options(job: NewJob) -> tuple[Any, ...]:
         type(job.max_attempts),
         job.retry_policy_id,
         job.trace_parent,
+        job.concurrency_key,
+        job.unique_for_s,
+        type(job.unique_for_s),
+        job.unique_key,
+        None if job.unique_states is None else tuple(job.unique_states),
     )
 
 
@@ -209,6 +245,7 @@ def _validate_options(
             policies[job.retry_policy_id] if job.retry_policy_id is not None else queue_attempts
         )
     timeout_ms = check_positive("timeout_ms", job.timeout_ms, upper=2**31 - 1)
+    unique = check_unique(job.unique_for_s, job.unique_key, job.unique_states)
     return (
         check_handler(job.handler),
         check_priority(job.priority),
@@ -220,6 +257,8 @@ def _validate_options(
         max_attempts,
         job.retry_policy_id,
         check_trace_parent(job.trace_parent) if job.trace_parent is not None else trace_parent,
+        check_flow_key("concurrency_key", job.concurrency_key),
+        unique,
     )
 
 
@@ -264,9 +303,24 @@ def _prepare(
             )
             last_options = options
         rows.append(last_row)
-    (handler, priority, run_at, delay_ms, key, batch, timeout, attempts, policy, parent) = (
-        list(column) for column in zip(*rows, strict=True)
-    )
+    (
+        handler,
+        priority,
+        run_at,
+        delay_ms,
+        key,
+        batch,
+        timeout,
+        attempts,
+        policy,
+        parent,
+        concurrency_key,
+        unique_window,
+    ) = (list(column) for column in zip(*rows, strict=True))
+    unique = [
+        None if window is None else _unique(job, *window)
+        for job, window in zip(jobs, unique_window, strict=True)
+    ]
     n = len(rows)
     return _Columns(
         handler=handler,
@@ -282,8 +336,18 @@ def _prepare(
         pending=[0] * n,
         schedule_id=list(schedule_ids) if schedule_ids is not None else [None] * n,
         trace_parent=parent,
+        concurrency_key=concurrency_key,
+        unique_key=[u.key if u is not None else None for u in unique],
         depends_on=[_check_depends_on(j.depends_on) if j.depends_on else () for j in jobs],
+        unique=unique,
     )
+
+
+def _unique(job: NewJob, for_ms: float, states: tuple[JobStatus, ...]) -> _Unique:
+    key = job.unique_key
+    if key is None:
+        key = default_unique_key(job.handler, job.payload)
+    return _Unique(key=key, for_ms=for_ms, states=states)
 
 
 def _queue_plan(queue: UUID | QueueRef) -> Plan[_QueueDefaults]:
@@ -389,6 +453,55 @@ def _chunk_results(row: Row) -> list[EnqueuedJob | None]:
     return [EnqueuedJob(i, JobStatus(made[i]), True) if i in made else None for i in new_ids]
 
 
+def _bounds(n: int) -> list[tuple[int, int]]:
+    return [(start, min(n, start + INSERT_CHUNK)) for start in range(0, n, INSERT_CHUNK)]
+
+
+#: A match for row i of an enqueue: a job already stored, or the index of an earlier row of the
+#: same call with the same unique key (it gets that row's job).
+_Match = EnqueuedJob | int
+
+
+def _unique_plan(queue_id: UUID, cols: _Columns) -> Plan[dict[int, _Match]]:
+    """Lock the unique keys, then find each unique row's recent match.
+
+    The lock statement and the lookup are two statements on purpose: the lookup's snapshot is
+    taken after the locks are held, so it sees the job of any enqueuer that held one of them
+    before us (it committed, then its lock was released). Keys are locked in one order (by
+    their lock id) by every enqueuer, so two bulk enqueues cannot deadlock on them.
+    """
+    rows = [i for i, u in enumerate(cols.unique) if u is not None]
+    wanted = [u for u in cols.unique if u is not None]
+    (lock,) = yield Query("lock_unique_keys", (queue_id, sorted({u.key for u in wanted})))
+    if lock["isolation"] != "read committed":
+        raise ValidationError(
+            "unique jobs need a READ COMMITTED transaction (PostgreSQL's default): under "
+            f"{lock['isolation']} the lookup could not see a job another enqueue just committed"
+        )
+    matches = yield Query(
+        "unique_matches",
+        (
+            queue_id,
+            [u.key for u in wanted],
+            [u.for_ms for u in wanted],
+            [",".join(wanted_states) for wanted_states in (u.states for u in wanted)],
+        ),
+    )
+    found: dict[int, _Match] = {
+        rows[m["ord"] - 1]: EnqueuedJob(m["id"], JobStatus(m["status"]), created=False)
+        for m in matches
+    }
+    first: dict[str, int] = {}
+    for i, u in zip(rows, wanted, strict=True):
+        if i in found:
+            continue
+        if u.key in first:
+            found[i] = first[u.key]  # a repeat within this call: the call's first job of the key
+        else:
+            first[u.key] = i
+    return found
+
+
 def _plan(
     queue: UUID | QueueRef,
     jobs: Sequence[NewJob],
@@ -400,8 +513,7 @@ def _plan(
     q = yield from _queue_plan(queue)
     policies = yield from _policies_plan(q.info.project_id, jobs)
     n = len(jobs)
-    bounds = [(start, min(n, start + INSERT_CHUNK)) for start in range(0, n, INSERT_CHUNK)]
-    if not any(j.depends_on for j in jobs):
+    if not any(j.depends_on or j.unique_for_s is not None for j in jobs):
         lazy = (
             (
                 _prepare(
@@ -413,15 +525,32 @@ def _plan(
                 ),
                 b == n,
             )
-            for a, b in bounds
+            for a, b in _bounds(n)
         )
         return (yield from _insert_plan(q.info.id, lazy, progress))
     # With dependencies every row's pending count comes from one locking read of all of them,
-    # so everything is validated first.
+    # and unique rows are looked up before anything is inserted: everything is validated first.
     cols = _prepare(jobs, q, policies, schedule_ids, traced_by)
-    yield from _pending_plan(q.info.project_id, cols)
-    chunks = ((cols.chunk(a, b), b == n) for a, b in bounds)
-    result = yield from _insert_plan(q.info.id, chunks, progress)
+    if any(cols.depends_on):
+        yield from _pending_plan(q.info.project_id, cols)
+    matched: dict[int, _Match] = {}
+    if any(u is not None for u in cols.unique):
+        matched = yield from _unique_plan(q.info.id, cols)
+    todo = [i for i in range(n) if i not in matched]
+    made: list[EnqueuedJob] = []
+    if todo:
+        rest = cols if len(todo) == n else cols.select(todo)
+        chunks = ((rest.chunk(a, b), b == len(todo)) for a, b in _bounds(len(todo)))
+        made = yield from _insert_plan(q.info.id, chunks, progress)
+    if matched and progress is not None:
+        progress(len(matched))
+    by_row: dict[int, EnqueuedJob] = dict(zip(todo, made, strict=True))
+    for i, match in matched.items():
+        if isinstance(match, int):
+            earlier = by_row[match]
+            match = EnqueuedJob(earlier.id, earlier.status, created=False)
+        by_row[i] = match
+    result = [by_row[i] for i in range(n)]
     dependants: list[int] = []
     depended: list[int] = []
     for deps, job in zip(cols.depends_on, result, strict=True):
@@ -434,9 +563,10 @@ def _plan(
 
 
 def _atomic(jobs: Sequence[NewJob]) -> bool:
-    """Several statements that must commit together: dependencies (locks + rows) or more than
-    one INSERT chunk. One plain job or chunk is one INSERT, atomic by itself."""
-    return len(jobs) > INSERT_CHUNK or any(j.depends_on for j in jobs)
+    """Several statements that must commit together: dependencies (locks + rows), unique jobs
+    (locks held until the insert commits) or more than one INSERT chunk. One plain job or chunk
+    is one INSERT, atomic by itself."""
+    return len(jobs) > INSERT_CHUNK or any(j.depends_on or j.unique_for_s is not None for j in jobs)
 
 
 async def _enqueue_rows(

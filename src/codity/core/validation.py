@@ -12,7 +12,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from codity.domain.errors import PayloadTooLargeError, ValidationError
+from codity.domain.flow import MAX_FLOW_KEY_LEN, MAX_UNIQUE_FOR_S, UNFINISHED_STATES
 from codity.domain.limits import MAX_PAYLOAD_BYTES
+from codity.domain.states import JobStatus
 
 SMALLINT_MIN: Final = -32_768
 SMALLINT_MAX: Final = 32_767
@@ -113,6 +115,53 @@ def check_trace_parent(value: Any) -> str:
             "characters"
         )
     return value
+
+
+def check_flow_key(name: str, key: str | None) -> str | None:
+    """A concurrency_key or unique_key: 1 to MAX_FLOW_KEY_LEN characters, or None."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > MAX_FLOW_KEY_LEN:
+        raise ValidationError(f"{name} must be a string of 1 to {MAX_FLOW_KEY_LEN} characters")
+    return key
+
+
+def check_unique(
+    unique_for_s: float | None, unique_key: str | None, unique_states: Any
+) -> tuple[float, tuple[JobStatus, ...]] | None:
+    """(window in ms, states matched) of a unique enqueue, or None for a plain one.
+
+    unique_key and unique_states mean nothing without unique_for_s: giving them alone is an
+    error rather than a silently plain enqueue.
+    """
+    if unique_for_s is None:
+        if unique_key is not None or unique_states is not None:
+            raise ValidationError("unique_key and unique_states need unique_for_s")
+        return None
+    if (
+        isinstance(unique_for_s, bool)
+        or not isinstance(unique_for_s, int | float)
+        or not math.isfinite(unique_for_s)
+        or not 0 < unique_for_s <= MAX_UNIQUE_FOR_S
+    ):
+        raise ValidationError(
+            f"unique_for_s must be a number of seconds above 0 and at most {MAX_UNIQUE_FOR_S:.0f}"
+        )
+    check_flow_key("unique_key", unique_key)
+    if unique_states is None:
+        return float(unique_for_s) * 1000.0, UNFINISHED_STATES
+    if isinstance(unique_states, str) or not unique_states:
+        raise ValidationError("unique_states must be a non-empty list of job statuses")
+    states: list[JobStatus] = []
+    for state in unique_states:
+        try:
+            states.append(JobStatus(state))
+        except ValueError:
+            raise ValidationError(
+                f"unique_states: {state!r} is not a job status "
+                f"(one of {', '.join(s.value for s in JobStatus)})"
+            ) from None
+    return float(unique_for_s) * 1000.0, tuple(dict.fromkeys(states))
 
 
 def storable_text(text: str | None) -> str | None:

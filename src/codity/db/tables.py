@@ -176,7 +176,11 @@ projects = Table(
     Column("name", Text, nullable=False),
     Column("slug", Text, nullable=False),
     _created_at(),
+    # Fair shares: workers serving several projects' queues share their claims between the
+    # projects with work in proportion to this (docs/CONCURRENCY.md, "Fair shares"). Org admins set it.
+    Column("weight", Integer, nullable=False, server_default=text("1")),
     UniqueConstraint("org_id", "slug"),
+    CheckConstraint("weight BETWEEN 1 AND 1000", name="weight_range"),
 )
 
 api_keys = Table(
@@ -274,10 +278,18 @@ queues = Table(
     Column("default_timeout_ms", Integer, nullable=True),
     Column(
         "rate_limit_per_minute", Integer, nullable=True
-    ),  # enqueue ceiling for this queue; NULL = project default
+    ),  # enqueue ceiling for this queue (the API's); NULL = project default
     # Set while the queue drains: it takes no new jobs, workers finish the ones it has, and the
     # scheduler pauses it (clearing this) once none is left unfinished.
     Column("draining_since", DateTime(timezone=True), nullable=True),
+    # Flow control, enforced by the claim (docs/CONCURRENCY.md): at most this many jobs with the
+    # same jobs.concurrency_key claimed or running at once; NULL = no per-key limit.
+    Column("key_concurrency_limit", Integer, nullable=True),
+    # Start at most rate_limit_count jobs in any window of rate_limit_period_ms (across all
+    # workers); per concurrency key when rate_limit_per_key. NULL = no rate limit.
+    Column("rate_limit_count", Integer, nullable=True),
+    Column("rate_limit_period_ms", Integer, nullable=True),
+    Column("rate_limit_per_key", Boolean, nullable=False, server_default=text("false")),
     _created_at(),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     UniqueConstraint("project_id", "name"),
@@ -289,6 +301,15 @@ queues = Table(
         "default_timeout_ms IS NULL OR default_timeout_ms > 0", name="default_timeout_positive"
     ),
     CheckConstraint("name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'", name="name_format"),
+    CheckConstraint(
+        "key_concurrency_limit IS NULL OR key_concurrency_limit > 0",
+        name="key_concurrency_limit_positive",
+    ),
+    CheckConstraint(
+        "(rate_limit_count IS NULL) = (rate_limit_period_ms IS NULL)"
+        " AND (rate_limit_count IS NULL OR (rate_limit_count > 0 AND rate_limit_period_ms > 0))",
+        name="rate_limit_shape",
+    ),
 )
 
 workers = Table(
@@ -311,6 +332,8 @@ workers = Table(
     # Sync handlers whose attempt ended (timed out, cancelled) while their thread runs on:
     # Python cannot stop a thread; each holds a slot until it returns. Set by the heartbeat.
     Column("lingering_threads", Integer, nullable=False, server_default=text("0")),
+    # The handler names this worker runs (jobs explain: handler_not_registered).
+    Column("handlers", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     Index(
         "ix_workers_alive_heartbeat",
         "last_heartbeat_at",
@@ -405,6 +428,12 @@ jobs = Table(
     ),
     Column("timeout_ms", Integer, nullable=True),
     Column("idempotency_key", Text, nullable=True),
+    # Flow control: jobs sharing a key share the queue's key_concurrency_limit (and, with
+    # rate_limit_per_key, a rate limit of their own).
+    Column("concurrency_key", Text, nullable=True),
+    # Unique jobs: an enqueue with unique_for_s returns a recent matching job with this key
+    # instead of making a new one (core/enqueue.py). NULL for jobs enqueued without it.
+    Column("unique_key", Text, nullable=True),
     Column("batch_id", UUID(as_uuid=True), nullable=True),
     Column(
         "schedule_id",
@@ -485,6 +514,15 @@ jobs = Table(
         text("to_tsvector('simple'::regconfig, last_error)"),
         postgresql_using="gin",
         postgresql_where=text("last_error IS NOT NULL"),
+    ),
+    # Unique jobs: the newest job of a queue with a given unique key. Partial: plain jobs never
+    # enter it, so neither their insert nor any later update writes it.
+    Index(
+        "idx_jobs_unique",
+        "queue_id",
+        "unique_key",
+        text("created_at DESC"),
+        postgresql_where=text("unique_key IS NOT NULL"),
     ),
     # Hot table: leave room on each page for HOT updates as a job moves through its states.
     postgresql_with={
@@ -609,6 +647,22 @@ audit_events = Table(
     Column("ip", INET, nullable=True),
     _created_at(),
     Index("ix_audit_events_org_created", "org_id", text("created_at DESC")),
+)
+
+# Claim rate limits (queues.rate_limit_*): the starts of the last period, per queue ('' key) or
+# per concurrency key, as counts in RATE_SLOTS + 1 slots of period/RATE_SLOTS each; counts[1]
+# is slot `slot` (the newest), counts[i] slot `slot - i + 1`. Written by the claim only, while
+# it holds the queue row's lock (docs/CONCURRENCY.md, "Rate limits").
+queue_rate_windows = Table(
+    "queue_rate_windows",
+    metadata,
+    Column(
+        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("key", Text, nullable=False),  # '' = the queue's own window (or jobs with no key)
+    Column("slot", BigInteger, nullable=False),
+    Column("counts", ARRAY(Integer), nullable=False),
+    PrimaryKeyConstraint("queue_id", "key"),
 )
 
 # Fixed-window counters for rate limits, kept in PostgreSQL (no Redis).

@@ -59,7 +59,8 @@ LIMIT 2;
 -- transaction asks only in its last one (NOTIFY is delivered at commit anyway).
 -- Parameters: $1 queue_id uuid, $2..$13 one array per column (full length or one element),
 -- $14 notify boolean, $15 row count integer, $16 has idempotency keys boolean, $17 the W3C
--- traceparent of the enqueuing span (tracing; NULL when untraced), array like the columns.
+-- traceparent of the enqueuing span (tracing; NULL when untraced), $18 concurrency_key,
+-- $19 unique_key: arrays like the columns.
 WITH input AS (
   SELECT t.ord, nextval('jobs_id_seq'::regclass) AS new_id,
          CASE WHEN cardinality($2::text[]) = 1 THEN ($2::text[])[1] ELSE t.handler END AS handler,
@@ -85,25 +86,29 @@ WITH input AS (
          CASE WHEN cardinality($13::uuid[]) = 1 THEN ($13::uuid[])[1] ELSE t.schedule_id END
            AS schedule_id,
          CASE WHEN cardinality($17::text[]) = 1 THEN ($17::text[])[1] ELSE t.trace_parent END
-           AS trace_parent
+           AS trace_parent,
+         CASE WHEN cardinality($18::text[]) = 1 THEN ($18::text[])[1] ELSE t.concurrency_key END
+           AS concurrency_key,
+         CASE WHEN cardinality($19::text[]) = 1 THEN ($19::text[])[1] ELSE t.unique_key END
+           AS unique_key
   FROM unnest(array_fill(NULL::boolean, ARRAY[$15::integer]),
               $2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
               $7::text[], $8::uuid[], $9::integer[], $10::integer[], $11::uuid[],
-              $12::integer[], $13::uuid[], $17::text[])
+              $12::integer[], $13::uuid[], $17::text[], $18::text[], $19::text[])
        WITH ORDINALITY AS t(_rows, handler, payload, priority, at, delay_ms, idempotency_key,
                             batch_id, timeout_ms, max_attempts, retry_policy_id, pending,
-                            schedule_id, trace_parent, ord)
+                            schedule_id, trace_parent, concurrency_key, unique_key, ord)
 ),
 ins AS (
   INSERT INTO jobs (id, queue_id, handler, payload, status, priority, run_at, max_attempts,
                     retry_policy_id, timeout_ms, idempotency_key, batch_id, schedule_id,
-                    pending_dependencies, trace_parent)
+                    pending_dependencies, trace_parent, concurrency_key, unique_key)
   SELECT new_id, $1::uuid, handler, payload::jsonb,
          (CASE WHEN pending > 0 THEN 'waiting'
                WHEN due > now() THEN 'scheduled'
                ELSE 'queued' END)::job_status,
          priority, due, max_attempts, retry_policy_id, timeout_ms, idempotency_key, batch_id,
-         schedule_id, pending, trace_parent
+         schedule_id, pending, trace_parent, concurrency_key, unique_key
   FROM input
   ORDER BY ord
   ON CONFLICT (queue_id, idempotency_key) DO NOTHING
@@ -132,6 +137,36 @@ FROM made;
 -- Parameters: $1 queue_id uuid, $2 keys text[].
 SELECT id, status::text AS status, idempotency_key
 FROM jobs WHERE queue_id = $1::uuid AND idempotency_key = ANY($2::text[]);
+
+-- name: lock_unique_keys
+-- Unique jobs, step 1: a transaction-scoped advisory lock per (queue, unique key), so two
+-- enqueues of one key take turns; the lookup that follows is a NEW statement, whose snapshot
+-- sees whatever the previous holder committed. Locks are taken in the order of their ids, the
+-- same order in every enqueuer (no deadlock between bulk enqueues); a hash collision between
+-- two keys only makes them take turns. Returns the isolation level: the lookup can only see
+-- the other's commit under READ COMMITTED, so the caller refuses anything else.
+-- Parameters: $1 queue_id uuid, $2 distinct keys text[].
+SELECT count(pg_advisory_xact_lock(1668244585, s.lock_id)) AS locked,  -- 1668244585 = 'codi'
+       current_setting('transaction_isolation') AS isolation
+FROM (SELECT DISTINCT hashtext($1::uuid::text || '/' || k) AS lock_id
+      FROM unnest($2::text[]) AS k
+      ORDER BY 1) s;
+
+-- name: unique_matches
+-- Unique jobs, step 2 (after lock_unique_keys): per unique row, the newest job of the queue
+-- with its key created within its window and in one of its states (comma-separated). Served
+-- by idx_jobs_unique (queue_id, unique_key, created_at DESC). Rows without a match are absent.
+-- Parameters: $1 queue_id uuid, $2 keys text[], $3 windows float8[] (ms), $4 states text[].
+SELECT t.ord, m.id, m.status::text AS status
+FROM unnest($2::text[], $3::float8[], $4::text[]) WITH ORDINALITY AS t(key, for_ms, states, ord)
+CROSS JOIN LATERAL (
+  SELECT j.id, j.status FROM jobs j
+  WHERE j.queue_id = $1::uuid AND j.unique_key = t.key
+    AND j.created_at > now() - t.for_ms * interval '1 millisecond'
+    AND j.status::text = ANY(string_to_array(t.states, ','))
+  ORDER BY j.created_at DESC
+  LIMIT 1
+) m;
 
 -- name: insert_job_dependencies
 -- Parameters: $1 dependant job ids bigint[], $2 depended-on job ids bigint[].
