@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     worker_poll_interval_ms: int = Field(default=500, alias="WORKER_POLL_INTERVAL_MS", gt=0)
     worker_heartbeat_ms: int = Field(default=5000, alias="WORKER_HEARTBEAT_MS", gt=0)
     worker_lease_ms: int = Field(default=30000, alias="WORKER_LEASE_MS", gt=0)
+    worker_fair_shares: bool = Field(default=True, alias="WORKER_FAIR_SHARES")
     shutdown_grace_ms: int = Field(default=30000, alias="SHUTDOWN_GRACE_MS", ge=0)
 
     scheduler_tick_ms: int = Field(default=10000, alias="SCHEDULER_TICK_MS", gt=0)

@@ -9,7 +9,7 @@ proves each guarantee.
 
 from __future__ import annotations
 
-from codity.core.claim import ClaimCursor, ClaimedJob, claim
+from codity.core.claim import ClaimCursor, ClaimedJob, Claimer, ClaimRound, claim, claim_round
 from codity.core.connection import Conn, transaction
 from codity.core.cron import materialise_cron, occurrence_key
 from codity.core.dlq import discard_dead_letters, replay_dead_letters, replay_queue_dead_letters
@@ -60,7 +60,9 @@ __all__ = [
     "NOTIFY_CHANNEL",
     "BatchResult",
     "ClaimCursor",
+    "ClaimRound",
     "ClaimedJob",
+    "Claimer",
     "Completion",
     "Conn",
     "EnqueuedJob",
@@ -78,6 +80,7 @@ __all__ = [
     "cancel_job",
     "check_new_job",
     "claim",
+    "claim_round",
     "complete",
     "discard_dead_letters",
     "enqueue",

@@ -5,14 +5,21 @@ queue a worker serves, best queue first, never more than `limit` jobs in total. 
 concurrency limits are read inside it (no query before it); FOR UPDATE SKIP LOCKED means no job
 is handed out twice; a limited queue's row is locked and its leased jobs counted with a fresh
 snapshot, so claimers of that queue take turns and the limit is never over-admitted.
+
+Flow control is read inside the claim too (docs/CONCURRENCY.md): queues with a key limit or a
+rate limit are served by a second statement, `claim_jobs_flow`, with fair shares between projects
+when asked; `Claimer` (one per worker) picks which statement runs first. A rate limit that held a
+claim back says when the next start frees up (`ClaimRound.retry_in_ms`).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 from uuid import UUID
 
 from codity.core.connection import Conn
@@ -94,35 +101,151 @@ class ClaimCursor:
         return None if job.run_at is None else cls(job.priority, job.run_at, job.id)
 
 
+@dataclass(frozen=True)
+class ClaimRound:
+    jobs: list[ClaimedJob]
+    #: A rate-limited queue had fewer starts left than asked for: the next one frees up in this
+    #: many milliseconds. None when no rate limit held the claim back.
+    retry_in_ms: float | None = None
+    #: How many of the queues have flow control (a key or rate limit), served by
+    #: claim_jobs_flow; 0 when the plain claim had none to leave out (or could not tell).
+    flow_queues: int = 0
+
+
+#: A worker whose plain claims come back empty asks the flow statement at most this often
+#: whether some of its queues have flow control (an empty plain claim cannot tell).
+FLOW_RECHECK_S: Final = 1.0
+
+Cursors = Mapping[UUID, ClaimCursor]
+
+
+def _cursor_arrays(ids: list[UUID], cursors: Cursors | None) -> list[list[Any] | None]:
+    if not cursors:
+        return [None, None, None]
+    at = [cursors.get(q) for q in ids]
+    return [
+        [c.priority if c else None for c in at],
+        [c.run_at if c else None for c in at],
+        [c.id if c else None for c in at],
+    ]
+
+
+async def _run(conn: Conn, statement: str, worker_id: UUID, args: list[Any]) -> ClaimRound:
+    rows = await conn.fetch(sql(statement), *args)
+    jobs = [r for r in rows if r["id"] is not None]
+    retry_in_ms = None
+    for row in rows:
+        if row["id"] is None:  # claim_jobs_flow's report row (see claim.sql)
+            retry_in_ms = row["retry_in_ms"]
+    flow_queues = max((r["flow_queues"] or 0 for r in rows), default=0)
+    return ClaimRound(
+        [_job(r, worker_id) for r in sorted(jobs, key=_claim_order)], retry_in_ms, flow_queues
+    )
+
+
+class Claimer:
+    """One worker's claims: one statement per round for all its queues.
+
+    `claim_jobs` serves the queues without flow control and says how many it left out;
+    `claim_jobs_flow` serves them all, flow control included (claim.sql). The Claimer goes to
+    the flow statement first while its queues have flow control (or it shares between
+    projects), to the plain one otherwise; after a plain claim that came back empty (which
+    cannot tell whether queues were left out) it asks the flow statement, at most once per
+    FLOW_RECHECK_S. Both statements read the queues' settings themselves: the memory only
+    decides which runs first, so a stale one costs a round trip or a short delay in serving a
+    queue whose settings just changed, never a wrong claim.
+    """
+
+    def __init__(self, worker_id: UUID, lease_ms: int) -> None:
+        if lease_ms <= 0:
+            raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
+        self.worker_id = worker_id
+        self.lease_ms = lease_ms
+        self._flow_first = False
+        self._checked_at = -math.inf
+
+    async def claim(
+        self,
+        conn: Conn,
+        queue_ids: Sequence[UUID],
+        limit: int,
+        *,
+        fair: bool = False,
+        cursors: Cursors | None = None,
+    ) -> ClaimRound:
+        """Claim up to `limit` jobs (size it to the free slots). `fair` shares the claim
+        between the queues' projects by weight (pass it when they span several projects);
+        `cursors`: per queue, start after where the previous claim ended (ClaimCursor)."""
+        if limit <= 0 or not queue_ids:
+            return ClaimRound([])
+        ids = list(queue_ids)
+        at = _cursor_arrays(ids, cursors)
+        if fair or self._flow_first:
+            flow = await self._flow(conn, ids, limit, fair, at)
+            self._flow_first = flow.flow_queues > 0
+            return flow
+        plain = await _run(
+            conn, "claim_jobs", self.worker_id, [self.worker_id, self.lease_ms, ids, limit, *at]
+        )
+        self._flow_first = plain.flow_queues > 0
+        if len(plain.jobs) >= limit:
+            return plain
+        recently = time.monotonic() - self._checked_at < FLOW_RECHECK_S
+        if plain.flow_queues == 0 and (plain.jobs or recently):
+            return plain
+        flow = await self._flow(conn, ids, limit - len(plain.jobs), False, at)
+        self._flow_first = flow.flow_queues > 0
+        return ClaimRound(plain.jobs + flow.jobs, flow.retry_in_ms, flow.flow_queues)
+
+    async def _flow(
+        self, conn: Conn, ids: list[UUID], limit: int, fair: bool, at: list[Any]
+    ) -> ClaimRound:
+        self._checked_at = time.monotonic()
+        args = [self.worker_id, self.lease_ms, ids, limit, fair, *at]
+        return await _run(conn, "claim_jobs_flow", self.worker_id, args)
+
+
+async def claim_round(
+    conn: Conn,
+    worker_id: UUID,
+    queue_ids: Sequence[UUID],
+    limit: int,
+    lease_ms: int,
+    cursors: Cursors | None = None,
+    *,
+    fair: bool = False,
+) -> ClaimRound:
+    """Claim up to `limit` jobs from `queue_ids` for `worker_id`, leased for `lease_ms`.
+
+    Each job moves queued -> claimed with attempt + 1 and execution_seq + 1. Paused queues
+    yield nothing; concurrency limits, key limits and rate limits are never exceeded; `fair`
+    shares the claim between the queues' projects by weight. A one-off `Claimer`: a worker
+    keeps one, so its claims go to the right statement first.
+    """
+    if lease_ms <= 0:
+        raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
+    claimer = Claimer(worker_id, lease_ms)
+    return await claimer.claim(conn, queue_ids, limit, fair=fair, cursors=cursors)
+
+
 async def claim(
     conn: Conn,
     worker_id: UUID,
     queue_ids: Sequence[UUID],
     limit: int,
     lease_ms: int,
-    cursors: Mapping[UUID, ClaimCursor] | None = None,
+    cursors: Cursors | None = None,
+    *,
+    fair: bool = False,
 ) -> list[ClaimedJob]:
     """Claim up to `limit` jobs from `queue_ids` for `worker_id`, leased for `lease_ms`.
 
-    One statement for all the queues (see claim_jobs in claim.sql). Each job moves
-    queued -> claimed with attempt + 1 and execution_seq + 1. Paused queues yield nothing;
-    concurrency-limited queues never exceed their limit. Size `limit` to the free slots.
-    `cursors`: per queue, start after where the previous claim ended (see ClaimCursor).
+    One statement for all the queues (claim_jobs; claim_jobs_flow as well for queues with flow
+    control, see Claimer). Each job moves queued -> claimed with attempt + 1 and
+    execution_seq + 1. Paused queues yield nothing; concurrency, key and rate limits are never
+    exceeded. Size `limit` to the free slots. `cursors`: per queue, start after where the
+    previous claim ended (see ClaimCursor).
     """
     if limit <= 0 or not queue_ids:
         return []
-    if lease_ms <= 0:
-        raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
-    ids = list(queue_ids)
-    at = [cursors.get(q) for q in ids] if cursors else None
-    rows = await conn.fetch(
-        sql("claim_jobs"),
-        worker_id,
-        lease_ms,
-        ids,
-        limit,
-        [c.priority if c else None for c in at] if at else None,
-        [c.run_at if c else None for c in at] if at else None,
-        [c.id if c else None for c in at] if at else None,
-    )
-    return [_job(r, worker_id) for r in sorted(rows, key=_claim_order)]
+    return (await claim_round(conn, worker_id, queue_ids, limit, lease_ms, cursors, fair=fair)).jobs

@@ -7,7 +7,7 @@ so several scheduler replicas can run them at once without a leader.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 from codity.core.connection import Conn, transaction
@@ -23,6 +23,7 @@ class PruneResult:
     jobs: int
     logs: int
     heartbeats: int
+    rate_windows: int = 0
 
 
 async def reap_expired(conn: Conn, limit: int = 500) -> list[int]:
@@ -69,7 +70,8 @@ async def _drain(conn: Conn, name: str, before: datetime, batch: int) -> int:
 async def prune(
     conn: Conn, *, finished_before: datetime, logs_before: datetime, batch: int = 500
 ) -> PruneResult:
-    """Delete finished jobs and old logs/heartbeat history, `batch` rows per statement."""
+    """Delete finished jobs, old logs/heartbeat history and spent rate-limit windows, `batch`
+    rows per statement."""
     if batch <= 0:
         raise ValidationError(f"batch must be positive, got {batch}")
     if finished_before.tzinfo is None or logs_before.tzinfo is None:
@@ -78,4 +80,6 @@ async def prune(
         jobs=await _drain(conn, "prune_jobs", finished_before, batch),
         logs=await _drain(conn, "prune_logs", logs_before, batch),
         heartbeats=await _drain(conn, "prune_heartbeats", logs_before, batch),
+        # Windows whose every start has aged out count nothing: now is their cut-off.
+        rate_windows=await _drain(conn, "prune_rate_windows", datetime.now(UTC), batch),
     )

@@ -20,8 +20,10 @@ async def register_worker(
     capacity: int,
     queue_ids: Sequence[UUID],
     queue_names: Sequence[str],
+    handlers: Sequence[str] = (),
 ) -> UUID:
-    """Insert a worker row (status active) and the queues it serves; returns its id."""
+    """Insert a worker row (status active), the queues it serves and the handler names it runs
+    (jobs explain reads them); returns its id."""
     if capacity <= 0:
         raise ValidationError(f"capacity must be positive, got {capacity}")
     worker_id: UUID = await conn.fetchval(
@@ -32,6 +34,7 @@ async def register_worker(
         capacity,
         list(queue_names),
         list(queue_ids),
+        sorted(set(handlers)),
     )
     return worker_id
 

@@ -22,6 +22,8 @@ class WorkerConfig:
     queue_refresh_ms: int = 10_000
     #: Where the notifier LISTENs (DATABASE_DIRECT_URL): a session, not a transaction pooler.
     direct_database_url: str | None = None
+    #: Share claims between projects by weight when the queues span several (WORKER_FAIR_SHARES).
+    fair_shares: bool = True
 
     @property
     def listen_database_url(self) -> str:
@@ -47,4 +49,5 @@ class WorkerConfig:
             shutdown_grace_ms=settings.shutdown_grace_ms,
             version=version,
             direct_database_url=settings.database_direct_url,
+            fair_shares=settings.worker_fair_shares,
         )

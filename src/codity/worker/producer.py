@@ -12,6 +12,12 @@ stepped over, which keeps claims cheap while a long transaction stops vacuum fro
 them. Every CURSOR_RESCAN_S one claim reads from the front of the index again, so a job that
 came back with an older key (released, reaped, promoted) waits at most that long.
 
+Flow control lives in the claim (docs/CONCURRENCY.md); the producer claims through one
+`core.Claimer` (which statement runs first) and only says whether to share between projects
+(`fair`: its queues span several projects and WORKER_FAIR_SHARES is on). When a rate limit held
+a claim back, it wakes itself when the claim says the next start frees up instead of at the poll
+interval.
+
 A claim and a heartbeat never overlap (`claim_lock`): the heartbeat gives back jobs leased under
 this worker's id that the worker does not hold, and a job whose claim reply is still on its way
 is not held yet. Holding the lock until the claimed jobs are registered closes that race; a
@@ -48,6 +54,7 @@ class Producer(LoopService):
         poll_interval_ms: int,
         busy: Callable[[], int],
         queue_ids: Callable[[], list[UUID]],
+        fair: Callable[[], bool],
         refresh_queues: Callable[[], Awaitable[None]] | None,
         queue_refresh_ms: int,
         executor: Executor,
@@ -67,6 +74,9 @@ class Producer(LoopService):
         self._executor = executor
         self._claim_lock = claim_lock
         self._cursors: dict[UUID, core.ClaimCursor] = {}
+        self._fair = fair
+        self._claimer = core.Claimer(worker_id, lease_ms)
+        self._retry_timer: asyncio.TimerHandle | None = None
         self._next_rescan = 0.0
         self.claims = 0
 
@@ -87,20 +97,29 @@ class Producer(LoopService):
         if rescan:
             self._next_rescan = now + CURSOR_RESCAN_S
         async with self._claim_lock:
-            claimed = await core.claim(
+            claimed = await self._claimer.claim(
                 conn,
-                self._worker_id,
                 queue_ids,
                 free,
-                self._lease_ms,
-                None if rescan else self._cursors,
+                fair=self._fair(),
+                cursors=None if rescan else self._cursors,
             )
             self.claims += 1
-            if claimed:
-                self._executor.start(claimed)  # in hand before the lock is released
-        for job in claimed:  # in claim order: the last of each queue is where it ended
+            if claimed.jobs:
+                self._executor.start(claimed.jobs)  # in hand before the lock is released
+        for job in claimed.jobs:  # in claim order: the last of each queue is where it ended
             cursor = core.ClaimCursor.after(job)
             if cursor is not None:
                 self._cursors[job.queue_id] = cursor
+        if claimed.retry_in_ms is not None and len(claimed.jobs) < free:
+            self._wake_in(claimed.retry_in_ms / 1000)
         # Filled every free slot: more work is probably waiting; claim again once slots free.
         return False
+
+    def _wake_in(self, delay_s: float) -> None:
+        """Run again when a rate-limited queue's next start frees up (if before the poll)."""
+        if self.wake is None or delay_s >= self.interval_s:
+            return
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+        self._retry_timer = asyncio.get_running_loop().call_later(delay_s, self.wake.set)

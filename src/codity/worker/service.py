@@ -53,6 +53,7 @@ class Worker:
         self.ready = asyncio.Event()
         self._pool: Any = None
         self._queue_ids: list[UUID] = []
+        self._fair = False  # share claims between projects: the queues span several of them
         self._queue_id_strings: frozenset[str] = frozenset()
         self._running = Running()
         self._threads = ThreadPoolExecutor(
@@ -106,6 +107,7 @@ class Worker:
             capacity=self.config.capacity,
             queue_ids=self._queue_ids,
             queue_names=list(self.config.queue_names or ["*"]),
+            handlers=self.registry.names(),
         )
         structlog.contextvars.bind_contextvars(worker_id=str(self.worker_id))
         log.info(
@@ -120,6 +122,7 @@ class Worker:
         names = list(self.config.queue_names) if self.config.queue_names else None
         queues = await core.resolve_worker_queues(self._pool, names)
         self._queue_ids = [q.id for q in queues]
+        self._fair = self.config.fair_shares and len({q.project_id for q in queues}) > 1
         self._queue_id_strings = frozenset(str(q) for q in self._queue_ids)
 
     def _held(self) -> list[core.Fence]:
@@ -152,6 +155,7 @@ class Worker:
             # lingering sync threads hold slots too: never more threads than capacity
             busy=lambda: len(self._running) + len(executor.lingering),
             queue_ids=lambda: self._queue_ids,
+            fair=lambda: self._fair,
             refresh_queues=self._refresh_queues if cfg.queue_names is None else None,
             queue_refresh_ms=cfg.queue_refresh_ms,
             executor=executor,

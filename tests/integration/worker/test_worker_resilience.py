@@ -129,12 +129,12 @@ async def test_a_claim_whose_reply_never_arrives_runs_within_two_lease_periods(
     would keep it forever; the heartbeat gives it back at once and the job runs."""
     lease_ms = 1000
     sabotaged: list[int] = []
-    real_claim = core.claim
+    real_claim = core.Claimer.claim  # the worker's producer claims through its Claimer
 
-    async def reply_lost(conn: Any, worker_id: Any, *args: Any, **kwargs: Any) -> Any:
-        claimed = await real_claim(conn, worker_id, *args, **kwargs)
-        if claimed and not sabotaged:
-            sabotaged.extend(j.id for j in claimed)
+    async def reply_lost(self: core.Claimer, conn: Any, *args: Any, **kwargs: Any) -> Any:
+        claimed = await real_claim(self, conn, *args, **kwargs)
+        if claimed.jobs and not sabotaged:
+            sabotaged.extend(j.id for j in claimed.jobs)
             # committed; now the backend ends before the worker sees the rows
             admin = await connect(database_url)
             try:
@@ -146,7 +146,7 @@ async def test_a_claim_whose_reply_never_arrives_runs_within_two_lease_periods(
             )
         return claimed
 
-    monkeypatch.setattr(core, "claim", reply_lost)
+    monkeypatch.setattr(core.Claimer, "claim", reply_lost)
     queue_id = await make_queue(db)
     job = await enqueue(db, queue_id, "quick")
     async with running_worker(

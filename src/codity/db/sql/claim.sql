@@ -5,7 +5,8 @@
 -- 1. queue_order: the queues to serve, best first (queues.priority DESC, id), paused queues
 --    left out: pauses are read here, inside the claim, never in a query before it. The order
 --    comes from an ordered aggregate over the handful of queue rows, so no Sort node appears.
---    Each queue carries the claimer's cursor for it ($5-$7, see 3).
+--    Each queue carries the claimer's cursor for it ($5-$7, see 3). Queues with flow control
+--    (a key limit or a rate limit) are left out, and counted: claim_jobs_flow serves them.
 -- 2. quota: how many jobs each queue may hand out now. Unlimited queues: $4. A queue with a
 --    concurrency limit: its row is locked FOR UPDATE first (claimers of that queue take turns),
 --    then codity_leased_in_queue() counts its leased jobs with a FRESH snapshot (a VOLATILE
@@ -16,7 +17,7 @@
 --    WHERE status = 'queued' term for term: Limit -> LockRows -> Index Scan, no Sort. The outer
 --    LIMIT $4 stops pulling once it has enough, so a later queue is not even read (or locked)
 --    when an earlier one filled the claim. Flow control (fair shares, concurrency keys, rate
---    limits) extends this step: it decides which queued rows are eligible and in what order.
+--    limits) is claim_jobs_flow's, below.
 --    THE CURSOR: the index entries of jobs already claimed stay in idx_jobs_claim, pointing at
 --    dead rows, until vacuum removes them; while a long transaction holds an old snapshot it
 --    cannot, and every claim would step over all of them from the front of the index. So the
@@ -32,6 +33,9 @@
 -- monotonic identity of this attempt and, with worker_id, the fence every later write names.
 -- RETURNING carries the queue's position and the job's sort keys, so the caller can put the
 -- rows in claim order (and move its cursors) without a Sort node here.
+-- Every row says how many queues were left out for flow control (flow_queues): the caller then
+-- claims from them with claim_jobs_flow (core/claim.py). An empty answer says nothing, so
+-- after one the caller asks claim_jobs_flow (at most once a second: core.claim.Claimer).
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 cursor priorities integer[], $6 cursor run_at timestamptz[], $7 cursor ids bigint[]
 -- (aligned with $3; NULL arrays or NULL elements: no cursor, scan the queue from the front).
@@ -39,12 +43,18 @@ WITH cursors AS (
   SELECT c.id, c.p, c.r, c.i
   FROM unnest($3::uuid[], $5::integer[], $6::timestamptz[], $7::bigint[]) AS c(id, p, r, i)
 ),
+served AS (
+  SELECT array_agg(q.id ORDER BY q.priority DESC, q.id)
+           FILTER (WHERE q.key_concurrency_limit IS NULL AND q.rate_limit_count IS NULL) AS ids,
+         count(*) FILTER (WHERE q.key_concurrency_limit IS NOT NULL
+                             OR q.rate_limit_count IS NOT NULL) AS flow_queues
+  FROM queues q WHERE q.id = ANY($3::uuid[]) AND NOT q.is_paused
+),
 queue_order AS (
   SELECT o.id, o.pos,
          -- no cursor: nothing above or at a priority no job can have; all of it "below"
          COALESCE(c.p, 32768) AS cp, COALESCE(c.r, '-infinity') AS cr, COALESCE(c.i, 0) AS ci
-  FROM (SELECT array_agg(q.id ORDER BY q.priority DESC, q.id) AS ids
-        FROM queues q WHERE q.id = ANY($3::uuid[]) AND NOT q.is_paused) s
+  FROM served s
   CROSS JOIN LATERAL unnest(s.ids) WITH ORDINALITY AS o(id, pos)
   LEFT JOIN cursors c ON c.id = o.id AND c.p IS NOT NULL
 ),
@@ -110,4 +120,185 @@ SET status = 'claimed',
 FROM candidates sel
 WHERE j.id = sel.id
 RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
-          j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent;
+          j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent,
+          (SELECT s.flow_queues FROM served s) AS flow_queues;
+
+-- name: claim_jobs_flow
+-- The claim for queues with flow control (docs/CONCURRENCY.md): the steps of claim_jobs, with
+-- every queue of the worker served in one statement (plain ones too, in the same order), plus:
+-- * settings: the key and rate limits of the worker's queues that have them;
+-- * a queue with a queue-wide rate limit is locked like a limited queue (`limited`), and
+--   rated caps its quota by the starts left in its window, read by codity_rate_window()
+--   with a fresh snapshot after the lock;
+-- * shares: fair shares between projects ($5, set by a worker whose queues span several
+--   projects): codity_fair_shares() splits $4 between the projects with work in proportion to
+--   their weight, against what each already has leased; priority orders queues within a project;
+-- * candidates: a queue with per-key limits (key_concurrency_limit, or rate_limit_per_key)
+--   selects through codity_keyed_candidates(): each key's advisory lock taken without
+--   waiting (a key another claimer holds is passed over), its room read with a fresh
+--   snapshot after the lock, full keys passed over;
+--   the plain branch gets LIMIT 0 for it, and the keyed branch is skipped for every other queue;
+-- * debit: the starts actually claimed are added to the rate windows (one upsert per window,
+--   under the queue's lock or the key's);
+-- * one more row with id NULL when a queue has flow control (flow_queues = how many) or is
+--   short of starts (retry_in_ms = when its next start frees up: the producer wakes then
+--   instead of at its poll interval).
+-- Rate-limited jobs are stamped claimed_at = their admission time (clock_timestamp() after the
+-- lock), the instant their window counts them at.
+-- The plain branch scans with the claimer's cursors like claim_jobs; the keyed branch always
+-- from the front of the queue (its rounds pass over full keys, not claimed entries).
+-- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
+-- $5 fair shares between projects boolean, $6-$8 the cursors as claim_jobs's $5-$7.
+WITH cursors AS (
+  SELECT c.id, c.p, c.r, c.i
+  FROM unnest($3::uuid[], $6::integer[], $7::timestamptz[], $8::bigint[]) AS c(id, p, r, i)
+),
+queue_order AS (
+  SELECT o.id, o.pos,
+         COALESCE(c.p, 32768) AS cp, COALESCE(c.r, '-infinity') AS cr, COALESCE(c.i, 0) AS ci
+  FROM (SELECT array_agg(q.id ORDER BY q.priority DESC, q.id) AS ids
+        FROM queues q WHERE q.id = ANY($3::uuid[]) AND NOT q.is_paused) s
+  CROSS JOIN LATERAL unnest(s.ids) WITH ORDINALITY AS o(id, pos)
+  LEFT JOIN cursors c ON c.id = o.id AND c.p IS NOT NULL
+),
+settings AS (
+  -- FLOW: the queues with a key limit or a rate limit, and those settings (read like a pause:
+  -- a claim that began before a change applies the old value).
+  SELECT q.id, q.key_concurrency_limit, q.rate_limit_count, q.rate_limit_period_ms,
+         q.rate_limit_per_key
+  FROM queue_order o JOIN queues q ON q.id = o.id
+  WHERE q.key_concurrency_limit IS NOT NULL OR q.rate_limit_count IS NOT NULL
+),
+limited AS (
+  -- Queues whose claimers take turns: a concurrency limit, or a queue-wide rate limit (one
+  -- window). Locked in queue order (the same for every claimer), one queue at a time; the
+  -- count runs above the lock, so it is taken after the lock is held. Per-key limits do not
+  -- lock the queue: codity_keyed_candidates locks each key instead.
+  SELECT l.id,
+         CASE WHEN l.concurrency_limit IS NOT NULL
+              THEN l.concurrency_limit - codity_leased_in_queue(l.id) END AS free
+  FROM queue_order o
+  CROSS JOIN LATERAL (
+    SELECT q.id, q.concurrency_limit
+    FROM queues q
+    WHERE q.id = o.id
+      AND (q.concurrency_limit IS NOT NULL
+           OR (q.rate_limit_count IS NOT NULL AND NOT q.rate_limit_per_key))
+    FOR UPDATE OF q
+  ) l
+),
+rated AS (
+  -- FLOW: queue-wide rate limits, read after the lock (fresh snapshot), in queue order.
+  SELECT l.id, r.free, r.at, r.next_in_ms
+  FROM limited l
+  JOIN settings s ON s.id = l.id
+  CROSS JOIN LATERAL codity_rate_window(l.id, '', s.rate_limit_count, s.rate_limit_period_ms) r
+  WHERE s.rate_limit_count IS NOT NULL AND NOT s.rate_limit_per_key
+),
+quota AS (
+  SELECT o.id, o.pos, o.cp, o.cr, o.ci, LEAST(l.free, r.free, $4::integer) AS n, r.at,
+         COALESCE(s.key_concurrency_limit IS NOT NULL OR s.rate_limit_per_key, false) AS keyed,
+         s.key_concurrency_limit, s.rate_limit_count, s.rate_limit_period_ms,
+         COALESCE(s.rate_limit_per_key, false) AS per_key
+  FROM queue_order o
+  LEFT JOIN settings s ON s.id = o.id
+  LEFT JOIN limited l ON l.id = o.id
+  LEFT JOIN rated r ON r.id = o.id
+),
+shares AS (
+  -- FLOW: fair shares between projects; skipped (one-time filter) unless $5.
+  SELECT f.id, f.n
+  FROM codity_fair_shares((SELECT array_agg(q.id ORDER BY q.pos) FROM quota q),
+                          (SELECT array_agg(GREATEST(q.n, 0) ORDER BY q.pos) FROM quota q),
+                          $4::integer) f
+  WHERE $5::boolean
+),
+candidates AS (
+  SELECT c.id, q.pos, COALESCE(q.at, c.at) AS at
+  FROM (SELECT q.*, t.take, CASE WHEN q.keyed THEN 0 ELSE t.take END AS plain_n
+        FROM quota q
+        LEFT JOIN shares s ON s.id = q.id
+        CROSS JOIN LATERAL (SELECT GREATEST(COALESCE(s.n, q.n), 0) AS take) t) q
+  CROSS JOIN LATERAL (
+    SELECT p.id, NULL::timestamptz AS at
+    FROM (
+      SELECT above.id FROM (
+        SELECT j2.id FROM jobs j2
+        WHERE j2.queue_id = q.id AND j2.status = 'queued' AND j2.run_at <= now()
+          AND j2.priority > q.cp
+        ORDER BY j2.priority DESC, j2.run_at ASC, j2.id ASC
+        LIMIT q.plain_n
+        FOR UPDATE OF j2 SKIP LOCKED
+      ) above
+      UNION ALL
+      SELECT at_cursor.id FROM (
+        SELECT j2.id FROM jobs j2
+        WHERE j2.queue_id = q.id AND j2.status = 'queued' AND j2.run_at <= now()
+          AND j2.priority = q.cp AND (j2.run_at, j2.id) > (q.cr, q.ci)
+        ORDER BY j2.priority DESC, j2.run_at ASC, j2.id ASC
+        LIMIT q.plain_n
+        FOR UPDATE OF j2 SKIP LOCKED
+      ) at_cursor
+      UNION ALL
+      SELECT below.id FROM (
+        SELECT j2.id FROM jobs j2
+        WHERE j2.queue_id = q.id AND j2.status = 'queued' AND j2.run_at <= now()
+          AND j2.priority < q.cp
+        ORDER BY j2.priority DESC, j2.run_at ASC, j2.id ASC
+        LIMIT q.plain_n
+        FOR UPDATE OF j2 SKIP LOCKED
+      ) below
+      LIMIT q.plain_n
+    ) p
+    UNION ALL
+    -- FLOW: per-key limits; skipped (one-time filter) for every other queue.
+    SELECT k.id, k.at
+    FROM codity_keyed_candidates(q.id, q.take, q.key_concurrency_limit, q.rate_limit_count,
+                                 q.rate_limit_period_ms, q.per_key) k
+    WHERE q.keyed
+  ) c
+  LIMIT $4::integer
+),
+claimed AS (
+  UPDATE jobs j
+  SET status = 'claimed',
+      worker_id = $1::uuid,
+      claimed_at = COALESCE(sel.at, now()),
+      started_at = NULL,
+      lock_expires_at = now() + $2::integer * interval '1 millisecond',
+      attempt = j.attempt + 1,
+      execution_seq = j.execution_seq + 1,
+      updated_at = now()
+  FROM candidates sel
+  WHERE j.id = sel.id
+  RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
+            j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent,
+            j.concurrency_key, j.claimed_at
+),
+debit AS (
+  -- FLOW: the starts claimed go into their rate windows (the queue's lock, or each key's, is
+  -- still held).
+  INSERT INTO queue_rate_windows AS w (queue_id, key, slot, counts)
+  SELECT s.id, b.key, codity_rate_slot(t.at, s.rate_limit_period_ms),
+         codity_rate_add(NULL, NULL, codity_rate_slot(t.at, s.rate_limit_period_ms), b.n)
+  FROM settings s
+  CROSS JOIN LATERAL (
+    SELECT array_agg(c.concurrency_key) AS keys, min(c.claimed_at) AS at
+    FROM claimed c WHERE c.queue_id = s.id
+  ) t
+  CROSS JOIN LATERAL codity_rate_buckets(t.keys, s.rate_limit_per_key) b
+  WHERE s.rate_limit_count IS NOT NULL
+  ON CONFLICT (queue_id, key) DO UPDATE
+  SET slot = GREATEST(w.slot, excluded.slot),
+      counts = codity_rate_add(w.slot, w.counts, excluded.slot, excluded.counts[1])
+)
+SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
+       c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
+       NULL::double precision AS retry_in_ms, NULL::bigint AS flow_queues
+FROM claimed c
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT min(r.next_in_ms) FROM rated r WHERE r.free < $4::integer), f.n
+FROM (SELECT count(*) AS n FROM settings) f
+WHERE f.n > 0;
+

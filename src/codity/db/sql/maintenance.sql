@@ -83,6 +83,21 @@ DELETE FROM worker_heartbeats WHERE (worker_id, minute) IN (
   ORDER BY minute LIMIT $2::integer
 );
 
+-- name: prune_rate_windows
+-- Claim rate-limit windows that count nothing any more: every start they recorded has left the
+-- window at $1 (the newest slot is more than 50 slots old), or the queue has no rate limit now.
+-- A claim writes the row again when it needs one; a window read while absent counts zero, which
+-- is what an expired one counts anyway. Parameters: $1 now timestamptz, $2 batch integer.
+DELETE FROM queue_rate_windows w
+WHERE (w.queue_id, w.key) IN (
+  SELECT r.queue_id, r.key
+  FROM queue_rate_windows r JOIN queues q ON q.id = r.queue_id
+  WHERE q.rate_limit_period_ms IS NULL
+     OR r.slot < codity_rate_slot($1::timestamptz, q.rate_limit_period_ms) - 50
+  LIMIT $2::integer
+  FOR UPDATE OF r SKIP LOCKED
+);
+
 -- name: due_schedules
 -- Cron: due schedules, claimed with SKIP LOCKED so concurrent scheduler replicas each take
 -- different ones (no leader election). Held until this transaction commits.

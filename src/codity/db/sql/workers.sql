@@ -1,8 +1,9 @@
 -- name: register_worker
--- Parameters: $1 hostname, $2 pid, $3 version, $4 capacity, $5 queue names jsonb, $6 queue ids uuid[].
+-- Parameters: $1 hostname, $2 pid, $3 version, $4 capacity, $5 queue names jsonb, $6 queue ids uuid[],
+-- $7 handler names text[].
 WITH w AS (
-  INSERT INTO workers (hostname, pid, version, capacity, queue_names)
-  VALUES ($1::text, $2::integer, $3::text, $4::integer, $5::jsonb)
+  INSERT INTO workers (hostname, pid, version, capacity, queue_names, handlers)
+  VALUES ($1::text, $2::integer, $3::text, $4::integer, $5::jsonb, to_jsonb($7::text[]))
   RETURNING id
 ),
 served AS (
