@@ -119,13 +119,36 @@ def enqueue_command(
         float | None, typer.Option("--delay", min=0, help="Run this many seconds from now.")
     ] = None,
     priority: Annotated[int, typer.Option("--priority", help="Higher runs first.")] = 0,
+    concurrency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--concurrency-key",
+            help="Jobs sharing a key share the queue's key_concurrency_limit (and per-key rate).",
+        ),
+    ] = None,
+    unique_for: Annotated[
+        float | None,
+        typer.Option(
+            "--unique-for",
+            min=0.001,
+            help="Seconds: return an unfinished job with the same handler and payload enqueued "
+            "this recently instead of a new one.",
+        ),
+    ] = None,
 ) -> None:
     """Enqueue COUNT jobs of HANDLER on QUEUE; prints the job ids (a summary for many)."""
     try:
         data = json.loads(payload)
     except json.JSONDecodeError as exc:
         fail(f"--payload is not valid JSON: {exc}")
-    job = core.NewJob(handler=handler, payload=data, priority=priority, delay_s=delay)
+    job = core.NewJob(
+        handler=handler,
+        payload=data,
+        priority=priority,
+        delay_s=delay,
+        concurrency_key=concurrency_key,
+        unique_for_s=unique_for,
+    )
     with database_url() as url:
         done = run(enqueue_jobs(url, queue, project, job, count))
     ids = done.ids

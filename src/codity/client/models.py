@@ -52,6 +52,23 @@ class BackoffStrategy(StrEnum):
     exponential = 'exponential'
 
 
+class Blocker(StrEnum):
+    """
+    Why a job is not running (GET .../jobs/{id}/explain); `claimable` when nothing blocks.
+    """
+
+    queue_paused = 'queue_paused'
+    scheduled = 'scheduled'
+    waiting_on_dependencies = 'waiting_on_dependencies'
+    concurrency_limit_full = 'concurrency_limit_full'
+    key_limit_full = 'key_limit_full'
+    rate_limited = 'rate_limited'
+    fair_share = 'fair_share'
+    no_live_worker = 'no_live_worker'
+    handler_not_registered = 'handler_not_registered'
+    claimable = 'claimable'
+
+
 class ChartWindow(StrEnum):
     field_1h = '1h'
     field_24h = '24h'
@@ -217,6 +234,35 @@ class InvitationAccept(BaseModel):
     ]
 
 
+class JobBlocker(BaseModel):
+    """
+    One reason a job is not running (or `claimable`: nothing holds it back).
+    """
+
+    code: Blocker
+    data: Annotated[
+        dict[str, Any],
+        Field(
+            description='the facts behind it: job_ids holding slots, run_at, next_slot_at, counts...',
+            title='Data',
+        ),
+    ]
+    message: Annotated[str, Field(title='Message')]
+
+
+class ConcurrencyKey(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="jobs sharing a key share the queue's key_concurrency_limit (and, with rate_limit_per_key, a rate limit)",
+            max_length=255,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Concurrency Key',
+        ),
+    ]
+
+
 class DelayS(RootModel[float]):
     root: Annotated[
         float,
@@ -263,117 +309,29 @@ class TimeoutMs(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=604800000, title='Timeout Ms')]
 
 
-class JobBulkItem(BaseModel):
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    delay_s: Annotated[
-        DelayS | None,
-        Field(description='run this many seconds from now', title='Delay S'),
-    ] = None
-    depends_on: Annotated[
-        list[int] | None,
+class UniqueForS(RootModel[float]):
+    root: Annotated[
+        float,
         Field(
-            description='job ids that must complete first',
-            max_length=100,
-            title='Depends On',
-        ),
-    ] = None
-    handler: Annotated[
-        str,
-        Field(
-            description='registered handler name',
-            max_length=200,
-            min_length=1,
-            pattern='^[^\\x00]*$',
-            title='Handler',
+            description='unique job: a job of the queue with the same unique_key created this many seconds ago or less, in one of unique_states, is returned instead of a new one',
+            gt=0.0,
+            le=31622400.0,
+            title='Unique For S',
         ),
     ]
-    idempotency_key: Annotated[
-        IdempotencyKey | None,
-        Field(
-            description='a repeat with the same key in the same queue returns the existing job',
-            title='Idempotency Key',
-        ),
-    ] = None
-    max_attempts: Annotated[MaxAttempts | None, Field(title='Max Attempts')] = None
-    payload: Annotated[
-        Any | None,
-        Field(description='any JSON value, at most 64 KB serialised', title='Payload'),
-    ] = None
-    priority: Annotated[
-        int | None,
-        Field(description='higher runs first', ge=-32768, le=32767, title='Priority'),
-    ] = 0
-    queue: Annotated[
-        Queue1 | None,
-        Field(description="defaults to the request's queue", title='Queue'),
-    ] = None
-    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
-    run_at: Annotated[
-        AwareDatetime | None, Field(description='run at this instant', title='Run At')
-    ] = None
-    timeout_ms: Annotated[TimeoutMs | None, Field(title='Timeout Ms')] = None
 
 
-class JobCreate(BaseModel):
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    batch_id: Annotated[UUID | None, Field(title='Batch Id')] = None
-    delay_s: Annotated[
-        DelayS | None,
-        Field(description='run this many seconds from now', title='Delay S'),
-    ] = None
-    depends_on: Annotated[
-        list[int] | None,
-        Field(
-            description='job ids that must complete first',
-            max_length=100,
-            title='Depends On',
-        ),
-    ] = None
-    handler: Annotated[
+class UniqueKey(RootModel[str]):
+    root: Annotated[
         str,
         Field(
-            description='registered handler name',
-            max_length=200,
+            description='with unique_for_s; default: a hash of handler + payload',
+            max_length=255,
             min_length=1,
             pattern='^[^\\x00]*$',
-            title='Handler',
+            title='Unique Key',
         ),
     ]
-    idempotency_key: Annotated[
-        IdempotencyKey | None,
-        Field(
-            description='a repeat with the same key in the same queue returns the existing job',
-            title='Idempotency Key',
-        ),
-    ] = None
-    max_attempts: Annotated[MaxAttempts | None, Field(title='Max Attempts')] = None
-    payload: Annotated[
-        Any | None,
-        Field(description='any JSON value, at most 64 KB serialised', title='Payload'),
-    ] = None
-    priority: Annotated[
-        int | None,
-        Field(description='higher runs first', ge=-32768, le=32767, title='Priority'),
-    ] = 0
-    queue: Annotated[
-        str,
-        Field(
-            description='queue name or id',
-            max_length=100,
-            min_length=1,
-            pattern='^[^\\x00]*$',
-            title='Queue',
-        ),
-    ]
-    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
-    run_at: Annotated[
-        AwareDatetime | None, Field(description='run at this instant', title='Run At')
-    ] = None
-    timeout_ms: Annotated[TimeoutMs | None, Field(title='Timeout Ms')] = None
 
 
 class JobLogPublic(BaseModel):
@@ -413,21 +371,6 @@ class Queue2(RootModel[str]):
             title='Queue',
         ),
     ]
-
-
-class JobsBulkCreate(BaseModel):
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    batch_id: Annotated[
-        UUID | None, Field(description='generated when absent', title='Batch Id')
-    ] = None
-    jobs: Annotated[
-        list[JobBulkItem], Field(max_length=1000, min_length=1, title='Jobs')
-    ]
-    queue: Annotated[
-        Queue2 | None, Field(description='queue for items naming none', title='Queue')
-    ] = None
 
 
 class LoginRequest(BaseModel):
@@ -515,6 +458,13 @@ class ProjectPublic(BaseModel):
     id: Annotated[UUID, Field(title='Id')]
     name: Annotated[str, Field(title='Name')]
     slug: Annotated[str, Field(title='Slug')]
+    weight: Annotated[
+        int,
+        Field(
+            description='fair shares: workers serving several projects share their claims between the projects with work in proportion to it',
+            title='Weight',
+        ),
+    ]
 
 
 class ProjectRef(BaseModel):
@@ -523,13 +473,40 @@ class ProjectRef(BaseModel):
     slug: Annotated[str, Field(title='Slug')]
 
 
+class Name(RootModel[str]):
+    root: Annotated[
+        str, Field(max_length=200, min_length=1, pattern='^[^\\x00]*$', title='Name')
+    ]
+
+
+class Weight(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description='fair-share weight (default 1); set by an organisation admin (a person)',
+            ge=1,
+            le=1000,
+            title='Weight',
+        ),
+    ]
+
+
 class ProjectUpdate(BaseModel):
+    """
+    Only the fields present change.
+    """
+
     model_config = ConfigDict(
         extra='forbid',
     )
-    name: Annotated[
-        str, Field(max_length=200, min_length=1, pattern='^[^\\x00]*$', title='Name')
-    ]
+    name: Annotated[Name | None, Field(title='Name')] = None
+    weight: Annotated[
+        Weight | None,
+        Field(
+            description='fair-share weight (default 1); set by an organisation admin (a person)',
+            title='Weight',
+        ),
+    ] = None
 
 
 class ProjectsPage(BaseModel):
@@ -557,41 +534,28 @@ class Description(RootModel[str]):
     root: Annotated[str, Field(max_length=1000, min_length=0, title='Description')]
 
 
-class RateLimitPerMinute(RootModel[int]):
-    root: Annotated[int, Field(ge=1, le=1000000, title='Rate Limit Per Minute')]
-
-
-class QueueCreate(BaseModel):
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    concurrency_limit: Annotated[
-        ConcurrencyLimit | None,
+class KeyConcurrencyLimit(RootModel[int]):
+    root: Annotated[
+        int,
         Field(
-            description='max jobs running at once across all workers',
-            title='Concurrency Limit',
-        ),
-    ] = None
-    default_max_attempts: Annotated[
-        int | None, Field(ge=1, le=100, title='Default Max Attempts')
-    ] = 3
-    default_timeout_ms: Annotated[
-        DefaultTimeoutMs | None, Field(title='Default Timeout Ms')
-    ] = None
-    description: Annotated[Description | None, Field(title='Description')] = None
-    name: Annotated[
-        str,
-        Field(
-            description="lowercase letters, digits, '.', '_' or '-'; up to 63 characters",
-            pattern='^[a-z0-9][a-z0-9._-]{0,62}$',
-            title='Name',
+            description='max jobs with the same concurrency_key claimed or running at once',
+            ge=1,
+            le=100000,
+            title='Key Concurrency Limit',
         ),
     ]
-    priority: Annotated[int | None, Field(ge=-1000, le=1000, title='Priority')] = 0
-    rate_limit_per_minute: Annotated[
-        RateLimitPerMinute | None, Field(title='Rate Limit Per Minute')
-    ] = None
-    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
+
+
+class RateLimitPerMinute(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="the API's enqueue ceiling for this queue",
+            ge=1,
+            le=1000000,
+            title='Rate Limit Per Minute',
+        ),
+    ]
 
 
 class QueueDepth(BaseModel):
@@ -632,29 +596,24 @@ class ConcurrencyLimit1(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=100000, title='Concurrency Limit')]
 
 
-class QueueUpdate(BaseModel):
+class KeyConcurrencyLimit1(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=100000, title='Key Concurrency Limit')]
+
+
+class RateLimitPerMinute1(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000, title='Rate Limit Per Minute')]
+
+
+class RateLimit(BaseModel):
     """
-    Only the fields present are changed; `null` clears an optional setting.
+    At most `count` jobs START in any window of `period_s` seconds, across all workers.
     """
 
     model_config = ConfigDict(
         extra='forbid',
     )
-    concurrency_limit: Annotated[
-        ConcurrencyLimit1 | None, Field(title='Concurrency Limit')
-    ] = None
-    default_max_attempts: Annotated[
-        int | None, Field(ge=1, le=100, title='Default Max Attempts')
-    ] = 3
-    default_timeout_ms: Annotated[
-        DefaultTimeoutMs | None, Field(title='Default Timeout Ms')
-    ] = None
-    description: Annotated[Description | None, Field(title='Description')] = None
-    priority: Annotated[int | None, Field(ge=-1000, le=1000, title='Priority')] = 0
-    rate_limit_per_minute: Annotated[
-        RateLimitPerMinute | None, Field(title='Rate Limit Per Minute')
-    ] = None
-    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
+    count: Annotated[int, Field(ge=1, le=1000000, title='Count')]
+    period_s: Annotated[float, Field(ge=0.001, le=86400.0, title='Period S')]
 
 
 class Readiness(BaseModel):
@@ -1127,7 +1086,7 @@ class EnqueuedJobPublic(BaseModel):
     created: Annotated[
         bool,
         Field(
-            description='false when an idempotency key matched an existing job',
+            description='false when an idempotency key or a unique key matched an existing job',
             title='Created',
         ),
     ]
@@ -1188,6 +1147,186 @@ class InvitationsPage(BaseModel):
     next_cursor: Annotated[str | None, Field(title='Next Cursor')]
 
 
+class UniqueStates(RootModel[list[JobStatus]]):
+    root: Annotated[
+        list[JobStatus],
+        Field(
+            description='with unique_for_s; the states a match may be in (default: not finished - waiting, scheduled, queued, claimed, running)',
+            min_length=1,
+            title='Unique States',
+        ),
+    ]
+
+
+class JobBulkItem(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    concurrency_key: Annotated[
+        ConcurrencyKey | None,
+        Field(
+            description="jobs sharing a key share the queue's key_concurrency_limit (and, with rate_limit_per_key, a rate limit)",
+            title='Concurrency Key',
+        ),
+    ] = None
+    delay_s: Annotated[
+        DelayS | None,
+        Field(description='run this many seconds from now', title='Delay S'),
+    ] = None
+    depends_on: Annotated[
+        list[int] | None,
+        Field(
+            description='job ids that must complete first',
+            max_length=100,
+            title='Depends On',
+        ),
+    ] = None
+    handler: Annotated[
+        str,
+        Field(
+            description='registered handler name',
+            max_length=200,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Handler',
+        ),
+    ]
+    idempotency_key: Annotated[
+        IdempotencyKey | None,
+        Field(
+            description='a repeat with the same key in the same queue returns the existing job',
+            title='Idempotency Key',
+        ),
+    ] = None
+    max_attempts: Annotated[MaxAttempts | None, Field(title='Max Attempts')] = None
+    payload: Annotated[
+        Any | None,
+        Field(description='any JSON value, at most 64 KB serialised', title='Payload'),
+    ] = None
+    priority: Annotated[
+        int | None,
+        Field(description='higher runs first', ge=-32768, le=32767, title='Priority'),
+    ] = 0
+    queue: Annotated[
+        Queue1 | None,
+        Field(description="defaults to the request's queue", title='Queue'),
+    ] = None
+    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
+    run_at: Annotated[
+        AwareDatetime | None, Field(description='run at this instant', title='Run At')
+    ] = None
+    timeout_ms: Annotated[TimeoutMs | None, Field(title='Timeout Ms')] = None
+    unique_for_s: Annotated[
+        UniqueForS | None,
+        Field(
+            description='unique job: a job of the queue with the same unique_key created this many seconds ago or less, in one of unique_states, is returned instead of a new one',
+            title='Unique For S',
+        ),
+    ] = None
+    unique_key: Annotated[
+        UniqueKey | None,
+        Field(
+            description='with unique_for_s; default: a hash of handler + payload',
+            title='Unique Key',
+        ),
+    ] = None
+    unique_states: Annotated[
+        UniqueStates | None,
+        Field(
+            description='with unique_for_s; the states a match may be in (default: not finished - waiting, scheduled, queued, claimed, running)',
+            title='Unique States',
+        ),
+    ] = None
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    batch_id: Annotated[UUID | None, Field(title='Batch Id')] = None
+    concurrency_key: Annotated[
+        ConcurrencyKey | None,
+        Field(
+            description="jobs sharing a key share the queue's key_concurrency_limit (and, with rate_limit_per_key, a rate limit)",
+            title='Concurrency Key',
+        ),
+    ] = None
+    delay_s: Annotated[
+        DelayS | None,
+        Field(description='run this many seconds from now', title='Delay S'),
+    ] = None
+    depends_on: Annotated[
+        list[int] | None,
+        Field(
+            description='job ids that must complete first',
+            max_length=100,
+            title='Depends On',
+        ),
+    ] = None
+    handler: Annotated[
+        str,
+        Field(
+            description='registered handler name',
+            max_length=200,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Handler',
+        ),
+    ]
+    idempotency_key: Annotated[
+        IdempotencyKey | None,
+        Field(
+            description='a repeat with the same key in the same queue returns the existing job',
+            title='Idempotency Key',
+        ),
+    ] = None
+    max_attempts: Annotated[MaxAttempts | None, Field(title='Max Attempts')] = None
+    payload: Annotated[
+        Any | None,
+        Field(description='any JSON value, at most 64 KB serialised', title='Payload'),
+    ] = None
+    priority: Annotated[
+        int | None,
+        Field(description='higher runs first', ge=-32768, le=32767, title='Priority'),
+    ] = 0
+    queue: Annotated[
+        str,
+        Field(
+            description='queue name or id',
+            max_length=100,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Queue',
+        ),
+    ]
+    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
+    run_at: Annotated[
+        AwareDatetime | None, Field(description='run at this instant', title='Run At')
+    ] = None
+    timeout_ms: Annotated[TimeoutMs | None, Field(title='Timeout Ms')] = None
+    unique_for_s: Annotated[
+        UniqueForS | None,
+        Field(
+            description='unique job: a job of the queue with the same unique_key created this many seconds ago or less, in one of unique_states, is returned instead of a new one',
+            title='Unique For S',
+        ),
+    ] = None
+    unique_key: Annotated[
+        UniqueKey | None,
+        Field(
+            description='with unique_for_s; default: a hash of handler + payload',
+            title='Unique Key',
+        ),
+    ] = None
+    unique_states: Annotated[
+        UniqueStates | None,
+        Field(
+            description='with unique_for_s; the states a match may be in (default: not finished - waiting, scheduled, queued, claimed, running)',
+            title='Unique States',
+        ),
+    ] = None
+
+
 class JobDetail(BaseModel):
     attempt: Annotated[int, Field(title='Attempt')]
     batch_id: Annotated[UUID | None, Field(title='Batch Id')]
@@ -1195,6 +1334,7 @@ class JobDetail(BaseModel):
         AwareDatetime | None, Field(title='Cancel Requested At')
     ]
     claimed_at: Annotated[AwareDatetime | None, Field(title='Claimed At')]
+    concurrency_key: Annotated[str | None, Field(title='Concurrency Key')]
     created_at: Annotated[AwareDatetime, Field(title='Created At')]
     depends_on: Annotated[list[int], Field(title='Depends On')]
     execution_seq: Annotated[int, Field(title='Execution Seq')]
@@ -1234,8 +1374,22 @@ class JobDetail(BaseModel):
     started_at: Annotated[AwareDatetime | None, Field(title='Started At')]
     status: JobStatus
     timeout_ms: Annotated[int | None, Field(title='Timeout Ms')]
+    unique_key: Annotated[str | None, Field(title='Unique Key')]
     updated_at: Annotated[AwareDatetime, Field(title='Updated At')]
     worker_id: Annotated[UUID | None, Field(title='Worker Id')]
+
+
+class JobExplanation(BaseModel):
+    blockers: Annotated[
+        list[JobBlocker],
+        Field(
+            description='empty when the job is running or finished; otherwise every reason it waits, or one `claimable` entry',
+            title='Blockers',
+        ),
+    ]
+    checked_at: Annotated[AwareDatetime, Field(title='Checked At')]
+    job_id: Annotated[int, Field(title='Job Id')]
+    status: JobStatus
 
 
 class JobPublic(BaseModel):
@@ -1245,6 +1399,7 @@ class JobPublic(BaseModel):
         AwareDatetime | None, Field(title='Cancel Requested At')
     ]
     claimed_at: Annotated[AwareDatetime | None, Field(title='Claimed At')]
+    concurrency_key: Annotated[str | None, Field(title='Concurrency Key')]
     created_at: Annotated[AwareDatetime, Field(title='Created At')]
     finished_at: Annotated[AwareDatetime | None, Field(title='Finished At')]
     handler: Annotated[str, Field(title='Handler')]
@@ -1261,8 +1416,24 @@ class JobPublic(BaseModel):
     started_at: Annotated[AwareDatetime | None, Field(title='Started At')]
     status: JobStatus
     timeout_ms: Annotated[int | None, Field(title='Timeout Ms')]
+    unique_key: Annotated[str | None, Field(title='Unique Key')]
     updated_at: Annotated[AwareDatetime, Field(title='Updated At')]
     worker_id: Annotated[UUID | None, Field(title='Worker Id')]
+
+
+class JobsBulkCreate(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    batch_id: Annotated[
+        UUID | None, Field(description='generated when absent', title='Batch Id')
+    ] = None
+    jobs: Annotated[
+        list[JobBulkItem], Field(max_length=1000, min_length=1, title='Jobs')
+    ]
+    queue: Annotated[
+        Queue2 | None, Field(description='queue for items naming none', title='Queue')
+    ] = None
 
 
 class JobsBulkResult(BaseModel):
@@ -1308,6 +1479,61 @@ class Overview(BaseModel):
     workers: WorkerCounts
 
 
+class QueueCreate(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    concurrency_limit: Annotated[
+        ConcurrencyLimit | None,
+        Field(
+            description='max jobs running at once across all workers',
+            title='Concurrency Limit',
+        ),
+    ] = None
+    default_max_attempts: Annotated[
+        int | None, Field(ge=1, le=100, title='Default Max Attempts')
+    ] = 3
+    default_timeout_ms: Annotated[
+        DefaultTimeoutMs | None, Field(title='Default Timeout Ms')
+    ] = None
+    description: Annotated[Description | None, Field(title='Description')] = None
+    key_concurrency_limit: Annotated[
+        KeyConcurrencyLimit | None,
+        Field(
+            description='max jobs with the same concurrency_key claimed or running at once',
+            title='Key Concurrency Limit',
+        ),
+    ] = None
+    name: Annotated[
+        str,
+        Field(
+            description="lowercase letters, digits, '.', '_' or '-'; up to 63 characters",
+            pattern='^[a-z0-9][a-z0-9._-]{0,62}$',
+            title='Name',
+        ),
+    ]
+    priority: Annotated[int | None, Field(ge=-1000, le=1000, title='Priority')] = 0
+    rate_limit: Annotated[
+        RateLimit | None,
+        Field(description='claim rate limit: starts per period, across all workers'),
+    ] = None
+    rate_limit_per_key: Annotated[
+        bool | None,
+        Field(
+            description='apply rate_limit to each concurrency_key on its own',
+            title='Rate Limit Per Key',
+        ),
+    ] = False
+    rate_limit_per_minute: Annotated[
+        RateLimitPerMinute | None,
+        Field(
+            description="the API's enqueue ceiling for this queue",
+            title='Rate Limit Per Minute',
+        ),
+    ] = None
+    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
+
+
 class QueuePublic(BaseModel):
     claimable: Annotated[
         int,
@@ -1331,9 +1557,12 @@ class QueuePublic(BaseModel):
     ]
     id: Annotated[UUID, Field(title='Id')]
     is_paused: Annotated[bool, Field(title='Is Paused')]
+    key_concurrency_limit: Annotated[int | None, Field(title='Key Concurrency Limit')]
     name: Annotated[str, Field(title='Name')]
     priority: Annotated[int, Field(title='Priority')]
     project_id: Annotated[UUID, Field(title='Project Id')]
+    rate_limit: RateLimit | None
+    rate_limit_per_key: Annotated[bool, Field(title='Rate Limit Per Key')]
     rate_limit_per_minute: Annotated[int | None, Field(title='Rate Limit Per Minute')]
     retry_policy: RetryPolicySummary | None
     running: Annotated[int, Field(description='claimed or running', title='Running')]
@@ -1360,6 +1589,38 @@ class QueueStats(BaseModel):
     wait: Annotated[
         DurationPercentiles, Field(description='claimed_at - run_at, last hour')
     ]
+
+
+class QueueUpdate(BaseModel):
+    """
+    Only the fields present are changed; `null` clears an optional setting.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    concurrency_limit: Annotated[
+        ConcurrencyLimit1 | None, Field(title='Concurrency Limit')
+    ] = None
+    default_max_attempts: Annotated[
+        int | None, Field(ge=1, le=100, title='Default Max Attempts')
+    ] = 3
+    default_timeout_ms: Annotated[
+        DefaultTimeoutMs | None, Field(title='Default Timeout Ms')
+    ] = None
+    description: Annotated[Description | None, Field(title='Description')] = None
+    key_concurrency_limit: Annotated[
+        KeyConcurrencyLimit1 | None, Field(title='Key Concurrency Limit')
+    ] = None
+    priority: Annotated[int | None, Field(ge=-1000, le=1000, title='Priority')] = 0
+    rate_limit: RateLimit | None = None
+    rate_limit_per_key: Annotated[bool | None, Field(title='Rate Limit Per Key')] = (
+        False
+    )
+    rate_limit_per_minute: Annotated[
+        RateLimitPerMinute1 | None, Field(title='Rate Limit Per Minute')
+    ] = None
+    retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
 
 
 class QueuesPage(BaseModel):

@@ -82,9 +82,12 @@ class App:
         max_attempts: int | None = None,
         timeout_s: float | None = None,
         priority: int | None = None,
+        unique_for_s: float | None = None,
     ) -> TaskDecorator:
         """Register a function as a task. `name` defaults to the function's dotted path
-        (`module.qualname`), which is what a job row's `handler` shows."""
+        (`module.qualname`), which is what a job row's `handler` shows. `unique_for_s` makes
+        every enqueue of it unique by default (same arguments within that many seconds, not
+        finished yet: the existing job is returned)."""
 
         def decorate(fn: Callable[..., Any]) -> Task[Any, Any]:
             task_name = name or f"{fn.__module__}.{fn.__qualname__}"
@@ -96,7 +99,10 @@ class App:
                 name=task_name,
                 queue=queue,
                 defaults=TaskOptions(
-                    priority=priority, max_attempts=max_attempts, timeout_s=timeout_s
+                    priority=priority,
+                    max_attempts=max_attempts,
+                    timeout_s=timeout_s,
+                    unique_for_s=unique_for_s,
                 ),
                 arguments=build_arguments(fn, task_name),
             )

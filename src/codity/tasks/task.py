@@ -7,6 +7,7 @@
     send_welcome.enqueue_sync(user_id=42)                       # from sync code
     await send_welcome.using(session).enqueue(user_id=42)       # in the caller's transaction
     await send_welcome.options(delay_s=60, idempotency_key="w-42").enqueue(user_id=42)
+    await send_welcome.options(unique_for_s=3600, concurrency_key="user-42").enqueue(user_id=42)
     await send_welcome.enqueue_many([{"user_id": 1}, {"user_id": 2}])
 
 `options()` and `using()` return a `TaskCall`: an immutable description of how to enqueue,
@@ -24,6 +25,7 @@ from uuid import UUID
 
 from codity import core
 from codity.domain.errors import ConfigurationError, ValidationError
+from codity.domain.states import JobStatus
 from codity.tasks.arguments import Arguments
 from codity.worker.context import JobContext
 
@@ -46,8 +48,11 @@ class TaskOptions:
     idempotency_key: str | None = None
     depends_on: Sequence[int] = ()
     batch_id: UUID | None = None
-    # Flow control (concurrency_key, unique_for_s / unique_key / unique_states): add the fields
-    # here and in `new_job` when NewJob has them; options() then accepts them everywhere.
+    # Flow control (docs/CONCURRENCY.md): a concurrency key, and unique jobs.
+    concurrency_key: str | None = None
+    unique_for_s: float | None = None
+    unique_key: str | None = None
+    unique_states: Sequence[JobStatus | str] | None = None
 
     def merged(self, other: TaskOptions) -> TaskOptions:
         """`other`'s options where it sets them, ours elsewhere."""
@@ -73,6 +78,10 @@ class TaskOptions:
             depends_on=tuple(self.depends_on),
             timeout_ms=timeout_ms,
             max_attempts=self.max_attempts,
+            concurrency_key=self.concurrency_key,
+            unique_for_s=self.unique_for_s,
+            unique_key=self.unique_key,
+            unique_states=self.unique_states,
         )
 
 
@@ -95,6 +104,10 @@ class TaskCall(Generic[P, R]):
         idempotency_key: str | None = None,
         depends_on: Sequence[int] = (),
         batch_id: UUID | None = None,
+        concurrency_key: str | None = None,
+        unique_for_s: float | None = None,
+        unique_key: str | None = None,
+        unique_states: Sequence[JobStatus | str] | None = None,
     ) -> TaskCall[P, R]:
         more = TaskOptions(
             priority=priority,
@@ -105,6 +118,10 @@ class TaskCall(Generic[P, R]):
             idempotency_key=idempotency_key,
             depends_on=depends_on,
             batch_id=batch_id,
+            concurrency_key=concurrency_key,
+            unique_for_s=unique_for_s,
+            unique_key=unique_key,
+            unique_states=unique_states,
         )
         return replace(self, opts=self.opts.merged(more))
 
@@ -222,6 +239,10 @@ class Task(Generic[P, R]):
         idempotency_key: str | None = None,
         depends_on: Sequence[int] = (),
         batch_id: UUID | None = None,
+        concurrency_key: str | None = None,
+        unique_for_s: float | None = None,
+        unique_key: str | None = None,
+        unique_states: Sequence[JobStatus | str] | None = None,
     ) -> TaskCall[P, R]:
         return self._call.options(
             priority=priority,
@@ -232,6 +253,10 @@ class Task(Generic[P, R]):
             idempotency_key=idempotency_key,
             depends_on=depends_on,
             batch_id=batch_id,
+            concurrency_key=concurrency_key,
+            unique_for_s=unique_for_s,
+            unique_key=unique_key,
+            unique_states=unique_states,
         )
 
     def using(self, conn: Any) -> TaskCall[P, R]:

@@ -49,6 +49,22 @@ async def test_enqueue_prints_ids_and_applies_options(
         )  # fmt: skip
 
 
+async def test_concurrency_key_and_unique_for(cli: CliRunner, db: asyncpg.Connection[Any]) -> None:
+    tenant = await make_tenant(db)
+    await make_queue(db, tenant.project_id, name="sync")
+    args = ["enqueue", "sync", "user.sync", "--payload", '{"user": 7}',
+            "--concurrency-key", "user-7", "--unique-for", "60"]  # fmt: skip
+    first = await invoke(cli, app, [*args, "--count", "2"])
+    again = await invoke(cli, app, args)
+    assert first.exit_code == 0, first.output
+    assert again.exit_code == 0, again.output
+    # One job: the repeat within the call and the later call both get it.
+    (job_id,) = set(first.output.split()) | set(again.output.split())
+    row = await db.fetchrow("SELECT id, concurrency_key, unique_key FROM jobs")
+    assert (str(row["id"]), row["concurrency_key"]) == (job_id, "user-7")
+    assert row["unique_key"].startswith("sha256:")
+
+
 async def test_many_jobs_print_a_summary(cli: CliRunner, db: asyncpg.Connection[Any]) -> None:
     tenant = await make_tenant(db)
     await make_queue(db, tenant.project_id, name="bulk")
@@ -69,6 +85,11 @@ async def test_many_jobs_print_a_summary(cli: CliRunner, db: asyncpg.Connection[
         ),
         (["enqueue", "q1", "noop", "--project", "ghost"], "no project 'ghost'"),
         (["enqueue", "q1", "noop", "--count", "0"], "Invalid value for '--count'"),
+        (["enqueue", "q1", "noop", "--unique-for", "0"], "Invalid value for '--unique-for'"),
+        (
+            ["enqueue", "q1", "noop", "--concurrency-key", ""],
+            "concurrency_key must be a string of 1 to 255 characters",
+        ),
     ],
 )
 async def test_bad_input_is_one_line_and_a_non_zero_exit(

@@ -105,6 +105,31 @@ async def test_options_per_call_and_enqueue_many(shop: TestDatabase) -> None:
         await send_welcome.options(priority=10**6).enqueue(1, when=WHEN)
 
 
+async def test_flow_control_options_per_call(shop: TestDatabase) -> None:
+    keyed = await count_words.options(concurrency_key="acct-9").enqueue(text="a", ref=uuid.uuid4())
+    ref = uuid.uuid4()
+    unique = send_welcome.options(unique_for_s=600)
+    first = await unique.enqueue(5, when=WHEN)
+    again = await unique.enqueue(5, when=WHEN)  # same arguments: the same job
+    other = await unique.enqueue(6, when=WHEN)
+    named = count_words.options(unique_for_s=600, unique_key="words", unique_states=["queued"])
+    a = await named.enqueue(text="x", ref=ref)
+    b = await named.enqueue(text="y", ref=ref)  # the key names the job, not the arguments
+    assert (again.id, again.created) == (first.id, False)
+    assert other.created
+    assert (b.id, b.created) == (a.id, False)
+    conn = await shop.connect()
+    try:
+        assert (
+            await conn.fetchval("SELECT concurrency_key FROM jobs WHERE id = $1", keyed.id)
+            == "acct-9"
+        )
+    finally:
+        await conn.close()
+    with pytest.raises(codity.ValidationError, match="need unique_for_s"):
+        await send_welcome.options(unique_key="k").enqueue(1, when=WHEN)
+
+
 def _enqueue_from_sync_code() -> list[int]:
     made = send_welcome.enqueue_sync(7, when=WHEN)
     more = count_words.enqueue_many_sync([{"text": "a b", "ref": uuid.uuid4()}])

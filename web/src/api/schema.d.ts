@@ -350,7 +350,12 @@ export interface paths {
         delete: operations["delete_project_delete"];
         options?: never;
         head?: never;
-        /** Rename a project */
+        /**
+         * Rename a project or change its fair-share weight (weight: organisation admins)
+         * @description Rename a project, or change its fair-share weight. The weight decides the project's
+         *     share of workers other projects use too, so only an organisation admin (a person, not a
+         *     project's API key) may change it.
+         */
         patch: operations["update_project_patch"];
         trace?: never;
     };
@@ -533,7 +538,8 @@ export interface paths {
         put?: never;
         /**
          * Enqueue a job (201; 200 with the existing job when the idempotency key matched)
-         * @description 201 with the new job; 200 with the existing one when the idempotency key matched.
+         * @description 201 with the new job; 200 with the existing one when the idempotency key or the unique
+         *     key (unique_for_s) matched.
          */
         post: operations["enqueue_job_post"];
         delete?: never;
@@ -595,6 +601,26 @@ export interface paths {
          * @description Cancelled now when not started; a running job gets cancel_requested_at (worker stops it).
          */
         post: operations["cancel_job_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/jobs/{job_id}/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why a job is not running: its blockers (queue_paused, scheduled, waiting_on_dependencies, concurrency_limit_full, key_limit_full, rate_limited, fair_share, no_live_worker, handler_not_registered) or claimable
+         * @description Why the job is not running: each blocker with the data behind it, or `claimable`.
+         */
+        get: operations["explain_job_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1124,6 +1150,12 @@ export interface components {
          */
         BackoffStrategy: "fixed" | "linear" | "exponential";
         /**
+         * Blocker
+         * @description Why a job is not running (GET .../jobs/{id}/explain); `claimable` when nothing blocks.
+         * @enum {string}
+         */
+        Blocker: "queue_paused" | "scheduled" | "waiting_on_dependencies" | "concurrency_limit_full" | "key_limit_full" | "rate_limited" | "fair_share" | "no_live_worker" | "handler_not_registered" | "claimable";
+        /**
          * ChartWindow
          * @enum {string}
          */
@@ -1272,7 +1304,7 @@ export interface components {
         EnqueuedJobPublic: {
             /**
              * Created
-             * @description false when an idempotency key matched an existing job
+             * @description false when an idempotency key or a unique key matched an existing job
              */
             created: boolean;
             /** Id */
@@ -1437,8 +1469,29 @@ export interface components {
             /** Next Cursor */
             next_cursor: string | null;
         };
+        /**
+         * JobBlocker
+         * @description One reason a job is not running (or `claimable`: nothing holds it back).
+         */
+        JobBlocker: {
+            code: components["schemas"]["Blocker"];
+            /**
+             * Data
+             * @description the facts behind it: job_ids holding slots, run_at, next_slot_at, counts...
+             */
+            data: {
+                [key: string]: unknown;
+            };
+            /** Message */
+            message: string;
+        };
         /** JobBulkItem */
         JobBulkItem: {
+            /**
+             * Concurrency Key
+             * @description jobs sharing a key share the queue's key_concurrency_limit (and, with rate_limit_per_key, a rate limit)
+             */
+            concurrency_key?: string | null;
             /**
              * Delay S
              * @description run this many seconds from now
@@ -1486,11 +1539,31 @@ export interface components {
             run_at?: string | null;
             /** Timeout Ms */
             timeout_ms?: number | null;
+            /**
+             * Unique For S
+             * @description unique job: a job of the queue with the same unique_key created this many seconds ago or less, in one of unique_states, is returned instead of a new one
+             */
+            unique_for_s?: number | null;
+            /**
+             * Unique Key
+             * @description with unique_for_s; default: a hash of handler + payload
+             */
+            unique_key?: string | null;
+            /**
+             * Unique States
+             * @description with unique_for_s; the states a match may be in (default: not finished - waiting, scheduled, queued, claimed, running)
+             */
+            unique_states?: components["schemas"]["JobStatus"][] | null;
         };
         /** JobCreate */
         JobCreate: {
             /** Batch Id */
             batch_id?: string | null;
+            /**
+             * Concurrency Key
+             * @description jobs sharing a key share the queue's key_concurrency_limit (and, with rate_limit_per_key, a rate limit)
+             */
+            concurrency_key?: string | null;
             /**
              * Delay S
              * @description run this many seconds from now
@@ -1538,6 +1611,21 @@ export interface components {
             run_at?: string | null;
             /** Timeout Ms */
             timeout_ms?: number | null;
+            /**
+             * Unique For S
+             * @description unique job: a job of the queue with the same unique_key created this many seconds ago or less, in one of unique_states, is returned instead of a new one
+             */
+            unique_for_s?: number | null;
+            /**
+             * Unique Key
+             * @description with unique_for_s; default: a hash of handler + payload
+             */
+            unique_key?: string | null;
+            /**
+             * Unique States
+             * @description with unique_for_s; the states a match may be in (default: not finished - waiting, scheduled, queued, claimed, running)
+             */
+            unique_states?: components["schemas"]["JobStatus"][] | null;
         };
         /** JobDetail */
         JobDetail: {
@@ -1549,6 +1637,8 @@ export interface components {
             cancel_requested_at: string | null;
             /** Claimed At */
             claimed_at: string | null;
+            /** Concurrency Key */
+            concurrency_key: string | null;
             /**
              * Created At
              * Format: date-time
@@ -1622,6 +1712,8 @@ export interface components {
             status: components["schemas"]["JobStatus"];
             /** Timeout Ms */
             timeout_ms: number | null;
+            /** Unique Key */
+            unique_key: string | null;
             /**
              * Updated At
              * Format: date-time
@@ -1629,6 +1721,22 @@ export interface components {
             updated_at: string;
             /** Worker Id */
             worker_id: string | null;
+        };
+        /** JobExplanation */
+        JobExplanation: {
+            /**
+             * Blockers
+             * @description empty when the job is running or finished; otherwise every reason it waits, or one `claimable` entry
+             */
+            blockers: components["schemas"]["JobBlocker"][];
+            /**
+             * Checked At
+             * Format: date-time
+             */
+            checked_at: string;
+            /** Job Id */
+            job_id: number;
+            status: components["schemas"]["JobStatus"];
         };
         /** JobLogPublic */
         JobLogPublic: {
@@ -1667,6 +1775,8 @@ export interface components {
             cancel_requested_at: string | null;
             /** Claimed At */
             claimed_at: string | null;
+            /** Concurrency Key */
+            concurrency_key: string | null;
             /**
              * Created At
              * Format: date-time
@@ -1707,6 +1817,8 @@ export interface components {
             status: components["schemas"]["JobStatus"];
             /** Timeout Ms */
             timeout_ms: number | null;
+            /** Unique Key */
+            unique_key: string | null;
             /**
              * Updated At
              * Format: date-time
@@ -1902,6 +2014,11 @@ export interface components {
             name: string;
             /** Slug */
             slug: string;
+            /**
+             * Weight
+             * @description fair shares: workers serving several projects share their claims between the projects with work in proportion to it
+             */
+            weight: number;
         };
         /** ProjectRef */
         ProjectRef: {
@@ -1915,10 +2032,18 @@ export interface components {
             /** Slug */
             slug: string;
         };
-        /** ProjectUpdate */
+        /**
+         * ProjectUpdate
+         * @description Only the fields present change.
+         */
         ProjectUpdate: {
             /** Name */
-            name: string;
+            name?: string | null;
+            /**
+             * Weight
+             * @description fair-share weight (default 1); set by an organisation admin (a person)
+             */
+            weight?: number | null;
         };
         /** ProjectsPage */
         ProjectsPage: {
@@ -1944,6 +2069,11 @@ export interface components {
             /** Description */
             description?: string | null;
             /**
+             * Key Concurrency Limit
+             * @description max jobs with the same concurrency_key claimed or running at once
+             */
+            key_concurrency_limit?: number | null;
+            /**
              * Name
              * @description lowercase letters, digits, '.', '_' or '-'; up to 63 characters
              */
@@ -1953,7 +2083,18 @@ export interface components {
              * @default 0
              */
             priority: number;
-            /** Rate Limit Per Minute */
+            /** @description claim rate limit: starts per period, across all workers */
+            rate_limit?: components["schemas"]["RateLimit"] | null;
+            /**
+             * Rate Limit Per Key
+             * @description apply rate_limit to each concurrency_key on its own
+             * @default false
+             */
+            rate_limit_per_key: boolean;
+            /**
+             * Rate Limit Per Minute
+             * @description the API's enqueue ceiling for this queue
+             */
             rate_limit_per_minute?: number | null;
             /** Retry Policy Id */
             retry_policy_id?: string | null;
@@ -2069,6 +2210,8 @@ export interface components {
             id: string;
             /** Is Paused */
             is_paused: boolean;
+            /** Key Concurrency Limit */
+            key_concurrency_limit: number | null;
             /** Name */
             name: string;
             /** Priority */
@@ -2078,6 +2221,9 @@ export interface components {
              * Format: uuid
              */
             project_id: string;
+            rate_limit: components["schemas"]["RateLimit"] | null;
+            /** Rate Limit Per Key */
+            rate_limit_per_key: boolean;
             /** Rate Limit Per Minute */
             rate_limit_per_minute: number | null;
             retry_policy: components["schemas"]["RetryPolicySummary"] | null;
@@ -2134,11 +2280,19 @@ export interface components {
             default_timeout_ms?: number | null;
             /** Description */
             description?: string | null;
+            /** Key Concurrency Limit */
+            key_concurrency_limit?: number | null;
             /**
              * Priority
              * @default 0
              */
             priority: number;
+            rate_limit?: components["schemas"]["RateLimit"] | null;
+            /**
+             * Rate Limit Per Key
+             * @default false
+             */
+            rate_limit_per_key: boolean;
             /** Rate Limit Per Minute */
             rate_limit_per_minute?: number | null;
             /** Retry Policy Id */
@@ -2150,6 +2304,16 @@ export interface components {
             items: components["schemas"]["QueuePublic"][];
             /** Next Cursor */
             next_cursor: string | null;
+        };
+        /**
+         * RateLimit
+         * @description At most `count` jobs START in any window of `period_s` seconds, across all workers.
+         */
+        RateLimit: {
+            /** Count */
+            count: number;
+            /** Period S */
+            period_s: number;
         };
         /** Readiness */
         Readiness: {
@@ -6273,6 +6437,93 @@ export interface operations {
             };
             /** @description payload_too_large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    explain_job_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobExplanation"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

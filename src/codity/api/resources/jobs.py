@@ -24,6 +24,7 @@ from codity.api.schemas.jobs import (
     EnqueuedJobPublic,
     JobCreate,
     JobDetail,
+    JobExplanation,
     JobFields,
     JobLogsPage,
     JobPublic,
@@ -66,6 +67,10 @@ def _new_job(fields: JobFields, *, batch_id: uuid.UUID | None, key: str | None) 
         timeout_ms=fields.timeout_ms,
         max_attempts=fields.max_attempts,
         retry_policy_id=fields.retry_policy_id,
+        concurrency_key=fields.concurrency_key,
+        unique_for_s=fields.unique_for_s,
+        unique_key=fields.unique_key,
+        unique_states=fields.unique_states,
     )
 
 
@@ -84,7 +89,8 @@ async def enqueue_job(
     response: Response,
     idempotency_key: IdempotencyHeader = None,
 ) -> JobPublic:
-    """201 with the new job; 200 with the existing one when the idempotency key matched."""
+    """201 with the new job; 200 with the existing one when the idempotency key or the unique
+    key (unique_for_s) matched."""
     key = _one_key(body.idempotency_key, idempotency_key)
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
     await core.refuse_if_draining(pool, ctx.project_id, [queue.id])
@@ -200,6 +206,11 @@ async def read_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobDetail:
     return await store.get_job_detail(pool, ctx.project_id, job_id)
 
 
+async def explain_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobExplanation:
+    """Why the job is not running: each blocker with the data behind it, or `claimable`."""
+    return await store.explain_job(pool, ctx.project_id, job_id)
+
+
 async def read_job_logs(
     ctx: ProjectScope,
     pool: DbPool,
@@ -243,6 +254,11 @@ ROUTES: list[Route] = [
     Route("GET", ONE, read_job, _P, MemberRole.VIEWER,
           "A job with its payload, executions (the retry history) and recent logs",
           response_model=JobDetail, tags=(TAG,)),
+    Route("GET", ONE + "/explain", explain_job, _P, MemberRole.VIEWER,
+          "Why a job is not running: its blockers (queue_paused, scheduled, "
+          "waiting_on_dependencies, concurrency_limit_full, key_limit_full, rate_limited, "
+          "fair_share, no_live_worker, handler_not_registered) or claimable",
+          response_model=JobExplanation, tags=(TAG,)),
     Route("GET", ONE + "/logs", read_job_logs, _P, MemberRole.VIEWER,
           "A job's log lines, oldest first", response_model=JobLogsPage, tags=(TAG,)),
     Route("POST", ONE + "/retry", retry_job, _P, MemberRole.MEMBER,

@@ -16,6 +16,7 @@ from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.tenancy import ProjectCreate, ProjectPublic, ProjectsPage, ProjectUpdate
+from codity.api.security import require_user
 from codity.api.stores import projects as store
 from codity.domain.states import MemberRole
 
@@ -61,8 +62,15 @@ async def read_project(ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
 
 
 async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
+    """Rename a project, or change its fair-share weight. The weight decides the project's
+    share of workers other projects use too, so only an organisation admin (a person, not a
+    project's API key) may change it."""
+    if body.weight is not None:
+        require_user(ctx.principal)
     async with pool.acquire() as conn, conn.transaction():
-        project = await store.rename_project(conn, ctx.project_id, body.name)
+        project = await store.update_project(
+            conn, ctx.project_id, name=body.name, weight=body.weight
+        )
         await record_audit(
             conn,
             ctx.principal,
@@ -70,6 +78,7 @@ async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -
             project_id=ctx.project_id,
             target_type="project",
             target_id=ctx.project_id,
+            details={"fields": sorted(body.model_dump(exclude_none=True)), "weight": body.weight},
         )
     return project
 
@@ -94,7 +103,8 @@ ROUTES: list[Route] = [
     Route("GET", ONE, read_project, Scope.PROJECT, MemberRole.VIEWER,
           "One project", response_model=ProjectPublic, tags=_TAGS),
     Route("PATCH", ONE, update_project, Scope.PROJECT, MemberRole.ADMIN,
-          "Rename a project", response_model=ProjectPublic, tags=_TAGS),
+          "Rename a project or change its fair-share weight (weight: organisation admins)",
+          response_model=ProjectPublic, tags=_TAGS),
     Route("DELETE", ONE, delete_project, Scope.PROJECT, MemberRole.ADMIN,
           "Delete a project and everything in it", status_code=204, tags=_TAGS),
 ]  # fmt: skip

@@ -10,6 +10,7 @@ from pydantic import AwareDatetime, Field, model_validator
 
 from codity.api.schemas.common import JsonValue, PublicModel, RequestModel, text_field
 from codity.api.schemas.queues import MAX_TIMEOUT_MS
+from codity.domain.flow import MAX_FLOW_KEY_LEN, MAX_UNIQUE_FOR_S, Blocker
 from codity.domain.states import ExecutionStatus, JobStatus
 
 #: Largest job id PostgreSQL's bigint holds; larger path values are refused, not overflowed.
@@ -45,11 +46,41 @@ class JobFields(RequestModel):
         max_length=MAX_DEPENDENCIES,
         description="job ids that must complete first",
     )
+    concurrency_key: str | None = text_field(
+        min_length=1,
+        max_length=MAX_FLOW_KEY_LEN,
+        default=None,
+        description="jobs sharing a key share the queue's key_concurrency_limit "
+        "(and, with rate_limit_per_key, a rate limit)",
+    )
+    unique_for_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_UNIQUE_FOR_S,
+        description="unique job: a job of the queue with the same unique_key created this many "
+        "seconds ago or less, in one of unique_states, is returned instead of a new one",
+    )
+    unique_key: str | None = text_field(
+        min_length=1,
+        max_length=MAX_FLOW_KEY_LEN,
+        default=None,
+        description="with unique_for_s; default: a hash of handler + payload",
+    )
+    unique_states: list[JobStatus] | None = Field(
+        default=None,
+        min_length=1,
+        description="with unique_for_s; the states a match may be in (default: not finished "
+        "- waiting, scheduled, queued, claimed, running)",
+    )
 
     @model_validator(mode="after")
     def _one_time(self) -> Self:
         if self.delay_s is not None and self.run_at is not None:
             raise ValueError("give delay_s or run_at, not both")
+        if self.unique_for_s is None and (
+            self.unique_key is not None or self.unique_states is not None
+        ):
+            raise ValueError("unique_key and unique_states need unique_for_s")
         if any(not 1 <= dep <= MAX_JOB_ID for dep in self.depends_on):
             raise ValueError("depends_on holds job ids, which are positive 64-bit integers")
         return self
@@ -84,7 +115,9 @@ class EnqueuedJobPublic(PublicModel):
     id: int
     queue_id: UUID
     status: JobStatus
-    created: bool = Field(description="false when an idempotency key matched an existing job")
+    created: bool = Field(
+        description="false when an idempotency key or a unique key matched an existing job"
+    )
 
 
 class JobsBulkResult(PublicModel):
@@ -115,6 +148,8 @@ class JobPublic(PublicModel):
     progress: int | None
     last_error: str | None
     cancel_requested_at: datetime | None
+    concurrency_key: str | None
+    unique_key: str | None
 
 
 class JobsPage(PublicModel):
@@ -166,3 +201,23 @@ class JobDetail(JobPublic):
     pending_dependencies: int
     executions: list[ExecutionPublic]
     logs: list[JobLogPublic] = Field(description="the most recent log lines, oldest first")
+
+
+class JobBlocker(PublicModel):
+    """One reason a job is not running (or `claimable`: nothing holds it back)."""
+
+    code: Blocker
+    message: str
+    data: dict[str, Any] = Field(
+        description="the facts behind it: job_ids holding slots, run_at, next_slot_at, counts..."
+    )
+
+
+class JobExplanation(PublicModel):
+    job_id: int
+    status: JobStatus
+    checked_at: datetime
+    blockers: list[JobBlocker] = Field(
+        description="empty when the job is running or finished; otherwise every reason it "
+        "waits, or one `claimable` entry"
+    )

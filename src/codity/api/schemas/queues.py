@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Self
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from codity.api.schemas.common import PublicModel, RequestModel, SafeText, text_field
 from codity.api.schemas.retry_policies import RetryPolicySummary
+from codity.domain.flow import MAX_RATE_PERIOD_S, MIN_RATE_PERIOD_S
 
 QUEUE_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 #: A week: a longer per-job timeout is almost certainly a unit mistake.
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+
+
+class RateLimit(RequestModel):
+    """At most `count` jobs START in any window of `period_s` seconds, across all workers."""
+
+    count: int = Field(ge=1, le=1_000_000)
+    period_s: float = Field(ge=MIN_RATE_PERIOD_S, le=MAX_RATE_PERIOD_S)
 
 
 class QueueCreate(RequestModel):
@@ -28,7 +37,27 @@ class QueueCreate(RequestModel):
     retry_policy_id: UUID | None = None
     default_max_attempts: int = Field(default=3, ge=1, le=100)
     default_timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
-    rate_limit_per_minute: int | None = Field(default=None, ge=1, le=1_000_000)
+    rate_limit_per_minute: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="the API's enqueue ceiling for this queue"
+    )
+    key_concurrency_limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="max jobs with the same concurrency_key claimed or running at once",
+    )
+    rate_limit: RateLimit | None = Field(
+        default=None, description="claim rate limit: starts per period, across all workers"
+    )
+    rate_limit_per_key: bool = Field(
+        default=False, description="apply rate_limit to each concurrency_key on its own"
+    )
+
+    @model_validator(mode="after")
+    def _per_key_needs_a_limit(self) -> Self:
+        if self.rate_limit_per_key and self.rate_limit is None:
+            raise ValueError("rate_limit_per_key needs a rate_limit")
+        return self
 
 
 class QueueUpdate(RequestModel):
@@ -41,6 +70,9 @@ class QueueUpdate(RequestModel):
     default_max_attempts: int = Field(default=3, ge=1, le=100)
     default_timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
     rate_limit_per_minute: int | None = Field(default=None, ge=1, le=1_000_000)
+    key_concurrency_limit: int | None = Field(default=None, ge=1, le=100_000)
+    rate_limit: RateLimit | None = None
+    rate_limit_per_key: bool = False
 
 
 class QueueDepth(PublicModel):
@@ -72,6 +104,9 @@ class QueuePublic(PublicModel):
     default_max_attempts: int
     default_timeout_ms: int | None
     rate_limit_per_minute: int | None
+    key_concurrency_limit: int | None
+    rate_limit: RateLimit | None
+    rate_limit_per_key: bool
     created_at: datetime
     updated_at: datetime
     depth: QueueDepth

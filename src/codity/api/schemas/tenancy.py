@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from codity.api.schemas.auth import UserRef
 from codity.api.schemas.common import PublicModel, RequestModel, text_field
@@ -70,6 +71,10 @@ class ProjectPublic(PublicModel):
     id: uuid.UUID
     name: str
     slug: str
+    weight: int = Field(
+        description="fair shares: workers serving several projects share their claims "
+        "between the projects with work in proportion to it"
+    )
     created_at: dt.datetime
 
 
@@ -86,7 +91,21 @@ class ProjectCreate(RequestModel):
 
 
 class ProjectUpdate(RequestModel):
-    name: str = text_field(min_length=1, max_length=200)
+    """Only the fields present change."""
+
+    name: str | None = text_field(min_length=1, max_length=200, default=None)
+    weight: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="fair-share weight (default 1); set by an organisation admin (a person)",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if self.name is None and self.weight is None:
+            raise ValueError("give name, weight or both")
+        return self
 
 
 class ApiKeyPublic(PublicModel):

@@ -12,10 +12,18 @@ from uuid import UUID
 
 import asyncpg
 
-from codity.api.schemas.jobs import ExecutionPublic, JobDetail, JobLogPublic, JobPublic
+from codity.api.schemas.jobs import (
+    ExecutionPublic,
+    JobBlocker,
+    JobDetail,
+    JobExplanation,
+    JobLogPublic,
+    JobPublic,
+)
 from codity.core import Conn
 from codity.db.queries import Fragments, bind
 from codity.domain.errors import JobNotFoundError
+from codity.domain.flow import ExplainFacts, explain
 from codity.domain.states import JobStatus
 
 #: Log lines the detail view carries; the rest is one `GET .../logs` away.
@@ -101,6 +109,54 @@ async def get_job_detail(conn: Conn, project_id: UUID, job_id: int) -> JobDetail
     data["executions"] = [_execution(x) for x in executions]
     data["logs"] = [_log(entry) for entry in logs]
     return JobDetail.model_validate(data)
+
+
+async def explain_job(conn: Conn, project_id: UUID, job_id: int) -> JobExplanation:
+    """Why the job is not running: the claim's rules (domain.flow.explain) on its facts."""
+    row = await bind("api_jobs_explain", project_id=project_id, job_id=job_id).fetchrow(conn)
+    if row is None:
+        raise JobNotFoundError(f"no job {job_id} in this project")
+    now: datetime = await conn.fetchval("SELECT clock_timestamp()")
+    data = dict(row)
+    by_project = data["in_flight_by_project"]
+    facts = ExplainFacts(
+        **{name: data[name] for name in _FACT_COLUMNS},
+        status=JobStatus(data["status"]),
+        now=now,
+        waiting_on=list(data["waiting_on"]),
+        queue_holders=list(data["queue_holders"]),
+        key_holders=list(data["key_holders"]),
+        in_flight_by_project=json.loads(by_project) if isinstance(by_project, str) else by_project,
+    )
+    return JobExplanation(
+        job_id=job_id,
+        status=facts.status,
+        checked_at=now,
+        blockers=[JobBlocker(code=f.code, message=f.message, data=f.data) for f in explain(facts)],
+    )
+
+
+#: Columns of api_jobs_explain passed to ExplainFacts as they are.
+_FACT_COLUMNS = (
+    "run_at",
+    "handler",
+    "concurrency_key",
+    "is_paused",
+    "concurrency_limit",
+    "key_concurrency_limit",
+    "rate_limit_count",
+    "rate_limit_period_ms",
+    "rate_limit_per_key",
+    "weight",
+    "queue_leased",
+    "key_leased",
+    "rate_used",
+    "rate_next_at",
+    "ahead",
+    "live_workers",
+    "workers_with_handler",
+    "live_capacity",
+)
 
 
 async def list_job_logs(

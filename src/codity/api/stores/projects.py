@@ -57,8 +57,11 @@ async def get_project(conn: Conn, project_id: UUID) -> ProjectPublic:
     return ProjectPublic(**dict(row))
 
 
-async def rename_project(conn: Conn, project_id: UUID, name: str) -> ProjectPublic:
-    row = await bind("api_projects_rename", project_id=project_id, name=name).fetchrow(conn)
+async def update_project(
+    conn: Conn, project_id: UUID, *, name: str | None, weight: int | None
+) -> ProjectPublic:
+    q = bind("api_projects_update", project_id=project_id, name=name, weight=weight)
+    row = await q.fetchrow(conn)
     if row is None:
         raise _not_found()
     return ProjectPublic(**dict(row))

@@ -14,6 +14,7 @@ from codity.api.schemas.queues import (
     QueueDepth,
     QueuePublic,
     QueueStats,
+    RateLimit,
     ThroughputBucket,
 )
 from codity.api.schemas.retry_policies import RetryPolicySummary
@@ -32,7 +33,27 @@ UPDATABLE = (
     "default_max_attempts",
     "default_timeout_ms",
     "rate_limit_per_minute",
+    "key_concurrency_limit",
+    "rate_limit_count",
+    "rate_limit_period_ms",
+    "rate_limit_per_key",
 )
+
+
+def _rate_columns(rate_limit: dict[str, Any] | None) -> dict[str, int | None]:
+    """The API's `rate_limit {count, period_s}` as the two columns that store it."""
+    if rate_limit is None:
+        return {"rate_limit_count": None, "rate_limit_period_ms": None}
+    return {
+        "rate_limit_count": rate_limit["count"],
+        "rate_limit_period_ms": max(1, round(rate_limit["period_s"] * 1000)),
+    }
+
+
+def _rate_limit(row: asyncpg.Record) -> RateLimit | None:
+    if row["rate_limit_count"] is None:
+        return None
+    return RateLimit(count=row["rate_limit_count"], period_s=row["rate_limit_period_ms"] / 1000)
 
 
 def _queue(row: asyncpg.Record) -> QueuePublic:
@@ -60,6 +81,9 @@ def _queue(row: asyncpg.Record) -> QueuePublic:
         default_max_attempts=row["default_max_attempts"],
         default_timeout_ms=row["default_timeout_ms"],
         rate_limit_per_minute=row["rate_limit_per_minute"],
+        key_concurrency_limit=row["key_concurrency_limit"],
+        rate_limit=_rate_limit(row),
+        rate_limit_per_key=row["rate_limit_per_key"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         depth=depth,
@@ -144,6 +168,9 @@ async def create_queue(conn: Conn, project_id: UUID, body: QueueCreate) -> UUID:
         default_max_attempts=body.default_max_attempts,
         default_timeout_ms=body.default_timeout_ms,
         rate_limit_per_minute=body.rate_limit_per_minute,
+        key_concurrency_limit=body.key_concurrency_limit,
+        rate_limit_per_key=body.rate_limit_per_key,
+        **_rate_columns(body.rate_limit.model_dump() if body.rate_limit else None),
     )
     async with constraint_errors("queue"):
         queue_id: UUID = await q.fetchval(conn)
@@ -155,6 +182,8 @@ async def update_queue(
 ) -> None:
     if "retry_policy_id" in changes:
         await retry_policies.require_in_project(conn, project_id, changes["retry_policy_id"])
+    if "rate_limit" in changes:
+        changes = {**changes, **_rate_columns(changes["rate_limit"])}
     fields = [name for name in UPDATABLE if name in changes]
     q = bind(
         "api_queues_update",

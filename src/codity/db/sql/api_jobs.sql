@@ -10,7 +10,8 @@
 SELECT j.id, j.queue_id, q.name AS queue_name, j.handler, j.status::text AS status, j.priority,
        j.attempt, j.max_attempts, j.run_at, j.created_at, j.updated_at, j.claimed_at,
        j.started_at, j.finished_at, j.idempotency_key, j.batch_id, j.schedule_id, j.worker_id,
-       j.timeout_ms, j.progress, j.last_error, j.cancel_requested_at
+       j.timeout_ms, j.progress, j.last_error, j.cancel_requested_at, j.concurrency_key,
+       j.unique_key
 FROM jobs j JOIN queues q ON q.id = j.queue_id
 WHERE q.project_id = :project_id::uuid
 /*fragments*/
@@ -66,8 +67,8 @@ AND j.id < :before_id::bigint;
 SELECT j.id, j.queue_id, q.name AS queue_name, j.handler, j.status::text AS status, j.priority,
        j.attempt, j.max_attempts, j.run_at, j.created_at, j.updated_at, j.claimed_at,
        j.started_at, j.finished_at, j.idempotency_key, j.batch_id, j.schedule_id, j.worker_id,
-       j.timeout_ms, j.progress, j.last_error, j.cancel_requested_at,
-       j.payload, j.result, j.progress_message, j.execution_seq, j.lock_expires_at,
+       j.timeout_ms, j.progress, j.last_error, j.cancel_requested_at, j.concurrency_key,
+       j.unique_key, j.payload, j.result, j.progress_message, j.execution_seq, j.lock_expires_at,
        j.retry_policy_id, j.pending_dependencies,
        octet_length(j.payload::text) AS payload_size,
        ARRAY(SELECT d.depends_on_id FROM job_dependencies d
@@ -114,3 +115,69 @@ LIMIT :limit::int;
 
 -- name: api_job_logs_after
 AND l.id > :after_id::bigint;
+
+-- name: api_jobs_explain
+-- Why a job is not running: every fact the claim would weigh, in one read (no locks taken;
+-- the answer is a snapshot). The rules that turn these facts into blockers are
+-- codity.domain.flow.explain. Other projects appear only as counts (fair shares), never by
+-- name or id. Parameters: :project_id uuid, :job_id bigint.
+WITH job AS (
+  SELECT j.id, j.status::text AS status, j.run_at, j.handler, j.concurrency_key,
+         j.priority, j.queue_id, q.project_id, q.is_paused, q.concurrency_limit,
+         q.key_concurrency_limit, q.rate_limit_count, q.rate_limit_period_ms,
+         q.rate_limit_per_key, p.weight
+  FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN projects p ON p.id = q.project_id
+  WHERE q.project_id = :project_id::uuid AND j.id = :job_id::bigint
+),
+live AS (  -- active workers serving the job's queue (by name, or every queue: "*")
+  SELECT w.id, w.capacity, w.handlers
+  FROM workers w, job
+  WHERE w.status = 'active'
+    AND (EXISTS (SELECT 1 FROM worker_queues wq WHERE wq.worker_id = w.id AND wq.queue_id = job.queue_id)
+         OR w.queue_names @> '["*"]'::jsonb)
+),
+window_state AS (
+  SELECT r.slot, r.counts,
+         codity_rate_slot(clock_timestamp(), job.rate_limit_period_ms) AS now_slot
+  FROM job JOIN queue_rate_windows r
+    ON r.queue_id = job.queue_id
+   AND r.key = CASE WHEN job.rate_limit_per_key THEN COALESCE(job.concurrency_key, '') ELSE '' END
+  WHERE job.rate_limit_count IS NOT NULL
+)
+SELECT job.*,
+       ARRAY(SELECT d.depends_on_id FROM job_dependencies d JOIN jobs dj ON dj.id = d.depends_on_id
+             WHERE d.job_id = job.id AND dj.status <> 'completed'
+             ORDER BY d.depends_on_id LIMIT 20) AS waiting_on,
+       (SELECT count(*) FROM jobs x
+        WHERE x.queue_id = job.queue_id AND x.status IN ('claimed', 'running')) AS queue_leased,
+       ARRAY(SELECT x.id FROM jobs x
+             WHERE x.queue_id = job.queue_id AND x.status IN ('claimed', 'running')
+             ORDER BY x.id LIMIT 20) AS queue_holders,
+       (SELECT count(*) FROM jobs x
+        WHERE x.queue_id = job.queue_id AND x.status IN ('claimed', 'running')
+          AND x.concurrency_key = job.concurrency_key) AS key_leased,
+       ARRAY(SELECT x.id FROM jobs x
+             WHERE x.queue_id = job.queue_id AND x.status IN ('claimed', 'running')
+               AND x.concurrency_key = job.concurrency_key
+             ORDER BY x.id LIMIT 20) AS key_holders,
+       (SELECT codity_rate_used(s.slot, s.counts, s.now_slot) FROM window_state s) AS rate_used,
+       (SELECT to_timestamp((min(s.slot - (u.i - 1)) + 51) * job.rate_limit_period_ms / 50.0 / 1000)
+        FROM window_state s, unnest(s.counts) WITH ORDINALITY AS u(c, i)
+        WHERE u.c > 0 AND s.slot - (u.i - 1) >= s.now_slot - 50) AS rate_next_at,
+       (SELECT count(*) FROM (SELECT 1 FROM jobs x
+         WHERE x.queue_id = job.queue_id AND x.status = 'queued' AND x.run_at <= now()
+           AND (x.priority > job.priority
+                OR (x.priority = job.priority AND (x.run_at, x.id) < (job.run_at, job.id)))
+         LIMIT 10000) a) AS ahead,
+       (SELECT count(*) FROM live) AS live_workers,
+       (SELECT count(*) FROM live WHERE live.handlers ? job.handler) AS workers_with_handler,
+       (SELECT COALESCE(sum(live.capacity), 0) FROM live) AS live_capacity,
+       (SELECT COALESCE(json_agg(json_build_object('own', s.project_id = job.project_id,
+                                                   'in_flight', s.n, 'weight', s.weight)
+                                 ORDER BY s.project_id = job.project_id DESC, s.n DESC), '[]')
+        FROM (SELECT q.project_id, pr.weight, count(*) AS n
+              FROM jobs x JOIN queues q ON q.id = x.queue_id JOIN projects pr ON pr.id = q.project_id
+              WHERE x.worker_id IN (SELECT live.id FROM live)
+                AND x.status IN ('claimed', 'running')
+              GROUP BY q.project_id, pr.weight) s) AS in_flight_by_project
+FROM job;

@@ -8,6 +8,7 @@
 -- Parameters: :project_id uuid, :limit int, plus those of the fragments.
 SELECT q.id, q.project_id, q.name, q.description, q.priority, q.concurrency_limit, q.is_paused,
        q.draining_since, q.default_max_attempts, q.default_timeout_ms, q.rate_limit_per_minute,
+       q.key_concurrency_limit, q.rate_limit_count, q.rate_limit_period_ms, q.rate_limit_per_key,
        q.created_at, q.updated_at,
        rp.id AS rp_id, rp.name AS rp_name, rp.strategy::text AS rp_strategy,
        rp.max_attempts AS rp_max_attempts,
@@ -84,10 +85,13 @@ FROM (SELECT extract(epoch FROM e.finished_at - e.started_at) * 1000 AS r
 -- name: api_queues_insert
 -- Parameters: :project_id uuid and the queue's settings.
 INSERT INTO queues (project_id, name, description, priority, concurrency_limit, retry_policy_id,
-                    default_max_attempts, default_timeout_ms, rate_limit_per_minute)
+                    default_max_attempts, default_timeout_ms, rate_limit_per_minute,
+                    key_concurrency_limit, rate_limit_count, rate_limit_period_ms,
+                    rate_limit_per_key)
 VALUES (:project_id::uuid, :name::text, :description::text, :priority::smallint,
         :concurrency_limit::int, :retry_policy_id::uuid, :default_max_attempts::int,
-        :default_timeout_ms::int, :rate_limit_per_minute::int)
+        :default_timeout_ms::int, :rate_limit_per_minute::int, :key_concurrency_limit::int,
+        :rate_limit_count::int, :rate_limit_period_ms::int, :rate_limit_per_key::boolean)
 RETURNING id;
 
 -- name: api_queues_update
@@ -108,6 +112,15 @@ UPDATE queues SET
                             THEN :default_timeout_ms::int ELSE default_timeout_ms END,
   rate_limit_per_minute = CASE WHEN 'rate_limit_per_minute' = ANY(:fields)
                                THEN :rate_limit_per_minute::int ELSE rate_limit_per_minute END,
+  key_concurrency_limit = CASE WHEN 'key_concurrency_limit' = ANY(:fields)
+                               THEN :key_concurrency_limit::int ELSE key_concurrency_limit END,
+  rate_limit_count = CASE WHEN 'rate_limit_count' = ANY(:fields)
+                          THEN :rate_limit_count::int ELSE rate_limit_count END,
+  rate_limit_period_ms = CASE WHEN 'rate_limit_period_ms' = ANY(:fields)
+                              THEN :rate_limit_period_ms::int ELSE rate_limit_period_ms END,
+  rate_limit_per_key = CASE WHEN 'rate_limit_per_key' = ANY(:fields)
+                            THEN COALESCE(:rate_limit_per_key::boolean, false)
+                            ELSE rate_limit_per_key END,
   updated_at = now()
 WHERE project_id = :project_id::uuid AND id = :queue_id::uuid
 RETURNING id;
