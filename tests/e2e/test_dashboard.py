@@ -644,3 +644,42 @@ def test_edit_a_queue_then_drain_it_until_it_pauses_itself(new_page) -> None:
     screenshot(page, "queue-draining")
     # The job it had finishes; then the scheduler pauses it (the stream brings the change).
     expect(state).to_have_text("paused", timeout=RUN_TIMEOUT_MS)
+
+
+def test_flow_control_settings_and_the_explain_answer_on_the_job_page(new_page) -> None:
+    """A queue limited to one start an hour (set in the queue dialog): its first job runs, the
+    second waits, and its page says why: rate limited, with the next start about an hour away."""
+    page: Page = new_page()
+    login(page, path="/queues")
+    page.get_by_test_id("new-queue").click()
+    page.get_by_test_id("queue-name").fill("hourly")
+    page.get_by_test_id("queue-key-limit").fill("2")
+    page.get_by_test_id("queue-rate-count").fill("1")
+    page.get_by_test_id("queue-rate-period").fill("3600")
+    page.get_by_test_id("queue-save").click()
+    flow = page.get_by_test_id("queue-flow-hourly")
+    expect(flow).to_contain_text("≤2 per key")
+    expect(flow).to_contain_text("1 / 3600 s")
+
+    first = _api_call(page, "POST", "/jobs", {"queue": "hourly", "handler": "noop"})
+    page.goto(f"/jobs/{first['id']}")
+    # Workers serving every queue pick the new one up within their queue refresh.
+    expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
+
+    page.goto("/jobs")
+    page.get_by_test_id("enqueue-open").click()
+    page.get_by_test_id("enqueue-queue").select_option("hourly")
+    page.get_by_test_id("enqueue-handler").fill("noop")
+    page.get_by_test_id("enqueue-concurrency-key").fill("acct-7")
+    page.get_by_test_id("enqueue-unique-for").fill("600")
+    page.get_by_test_id("enqueue-submit").click()
+    expect(page.get_by_test_id("page-job-detail")).to_be_visible()
+    expect(page.get_by_test_id("job-status")).to_have_text("queued")
+    why = page.get_by_test_id("job-explain")
+    blocker = why.get_by_test_id("blocker-rate_limited")
+    expect(blocker).to_contain_text("1 of 1 starts in the last 3600 s")
+    expect(blocker.get_by_test_id("blocker-at")).to_contain_text(
+        re.compile(r"next start in (59 min|1 h [01] min)")
+    )
+    expect(page.get_by_test_id("page-job-detail")).to_contain_text("acct-7")
+    screenshot(page, "job-explain", publish=True)

@@ -3,7 +3,7 @@ import { type ReactNode, useEffect, useRef, useState } from "react";
 
 import { api, unwrap } from "../api/client";
 import { useAction, useLive } from "../api/hooks";
-import type { ExecutionPublic, JobDetail } from "../api/types";
+import type { ExecutionPublic, JobBlocker, JobDetail } from "../api/types";
 import { formatBytes } from "../lib/format";
 import { useProjectId, useSession } from "../lib/session";
 import { durationBetween, formatDateTime, formatDuration, formatRelative } from "../lib/time";
@@ -38,13 +38,6 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
     ["workers"],
     () => unwrap(api.GET("/api/v1/workers", { params: { query: { limit: 200 } } })),
     { interval: 30_000 },
-  );
-  const queues = useLive(["queues", projectId], () =>
-    unwrap(
-      api.GET("/api/v1/projects/{project_id}/queues", {
-        params: { path: { project_id: projectId }, query: { limit: 200 } },
-      }),
-    ),
   );
   const workerName = (id: string | null) => {
     if (!id) return null;
@@ -148,6 +141,11 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
               <Item label="Run time" value={durationBetween(j.started_at, j.finished_at)} />
               <Item label="Timeout" value={formatDuration(j.timeout_ms)} />
               <Item label="Idempotency key" value={j.idempotency_key ?? "—"} />
+              <Item label="Concurrency key" value={j.concurrency_key ?? "—"} />
+              <Item
+                label="Unique key"
+                value={j.unique_key ? <code title={j.unique_key}>{j.unique_key.slice(0, 19)}</code> : "—"}
+              />
               <Item
                 label="Depends on"
                 value={j.depends_on.length ? j.depends_on.map((d) => `#${d}`).join(", ") : "—"}
@@ -178,13 +176,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
             )}
           </Card>
         </div>
-        {WAITING.has(j.status) && (
-          <WhyWaiting
-            job={j}
-            now={now}
-            paused={queues.data?.items.find((q) => q.id === j.queue_id)?.is_paused ?? false}
-          />
-        )}
+        {WAITING.has(j.status) && <WhyWaiting jobId={j.id} now={now} />}
         <Card title="Timeline" padded={false} testId="job-timeline">
           <ol className="relative space-y-0 py-2" aria-label="Attempts, oldest first">
             <TimelineMark
@@ -359,29 +351,91 @@ function ExecutionRow({ e, now, worker }: { e: ExecutionPublic; now: number; wor
   );
 }
 
-/** Why a job that has not run yet is waiting. The flow-control work adds
- * `GET …/jobs/{job_id}/explain` (fair shares, concurrency keys, rate limits); until then this
- * says what the job's own fields tell. */
-function WhyWaiting({ job, now, paused }: { job: JobDetail; now: number; paused: boolean }) {
-  const reasons: string[] = [];
-  if (paused) reasons.push(`its queue ${job.queue_name} is paused: no worker claims from it until it is resumed`);
-  if (job.status === "waiting") {
-    reasons.push(
-      `waits for ${job.pending_dependencies} job${job.pending_dependencies === 1 ? "" : "s"} it depends on to complete`,
-    );
-  } else if (job.status === "scheduled") {
-    reasons.push(`scheduled: becomes claimable ${formatRelative(job.run_at, now)} (${formatDateTime(job.run_at)})`);
-  } else if (!paused) {
-    reasons.push("queued: claimable now, waiting for a worker with a free slot on its queue");
-  }
+/** Why a job that has not run yet is waiting: the API's answer (`GET …/jobs/{job_id}/explain`),
+ * the claim's own rules applied to the job: each blocker with the facts behind it, or
+ * "claimable" when nothing holds it back. Refreshed every 2 s: what blocks a job changes when
+ * OTHER jobs change (the ones holding the slots), which this job's own events do not announce. */
+function WhyWaiting({ jobId, now }: { jobId: number; now: number }) {
+  const projectId = useProjectId();
+  const explain = useLive(
+    ["job", projectId, String(jobId), "explain"],
+    () =>
+      unwrap(
+        api.GET("/api/v1/projects/{project_id}/jobs/{job_id}/explain", {
+          params: { path: { project_id: projectId, job_id: jobId } },
+        }),
+      ),
+    { liveInterval: 2000 },
+  );
   return (
     <Card title="Why is it waiting?" testId="job-explain">
-      <ul className="list-disc space-y-1 pl-5 text-sm text-slate-700">
-        {reasons.map((r) => (
-          <li key={r}>{r}</li>
-        ))}
-      </ul>
+      {explain.error && !explain.data ? (
+        <ErrorState error={explain.error} onRetry={() => void explain.refetch()} />
+      ) : !explain.data ? (
+        <SkeletonRows rows={2} />
+      ) : (
+        <ul className="space-y-2 text-sm text-slate-700">
+          {explain.data.blockers.map((b) => (
+            <li key={b.code} data-testid={`blocker-${b.code}`} className="flex flex-wrap items-baseline gap-2">
+              <Badge tone={b.code === "claimable" ? "green" : "amber"}>{BLOCKER_LABELS[b.code] ?? b.code}</Badge>
+              <span>{b.message}</span>
+              <BlockerFacts blocker={b} now={now} />
+            </li>
+          ))}
+        </ul>
+      )}
     </Card>
+  );
+}
+
+const BLOCKER_LABELS: Record<string, string> = {
+  queue_paused: "queue paused",
+  scheduled: "scheduled",
+  waiting_on_dependencies: "waiting on dependencies",
+  concurrency_limit_full: "concurrency limit full",
+  key_limit_full: "key limit full",
+  rate_limited: "rate limited",
+  fair_share: "fair share",
+  no_live_worker: "no live worker",
+  handler_not_registered: "handler not registered",
+  claimable: "claimable",
+};
+
+/** The data behind a blocker, in words: the jobs holding the slots (links), when the next
+ * start or the run comes, the other projects' counts. */
+function BlockerFacts({ blocker, now }: { blocker: JobBlocker; now: number }) {
+  const d = blocker.data as Record<string, unknown>;
+  const ids = Array.isArray(d.job_ids) ? (d.job_ids as number[]) : [];
+  const at = (typeof d.next_slot_at === "string" && d.next_slot_at) || (typeof d.run_at === "string" && d.run_at);
+  const others = Array.isArray(d.others) ? (d.others as { in_flight: number; weight: number }[]) : [];
+  return (
+    <span className="flex flex-wrap items-baseline gap-2 text-slate-500">
+      {ids.length > 0 && (
+        <span>
+          {blocker.code === "waiting_on_dependencies" ? "on " : "held by "}
+          {ids.map((id, i) => (
+            <span key={id}>
+              {i > 0 && ", "}
+              <Link to="/jobs/$jobId" params={{ jobId: String(id) }} className="text-indigo-600 hover:underline">
+                #{id}
+              </Link>
+            </span>
+          ))}
+        </span>
+      )}
+      {at && (
+        <span data-testid="blocker-at" title={formatDateTime(at)}>
+          {blocker.code === "rate_limited" ? "next start " : ""}
+          {formatRelative(at, now)}
+        </span>
+      )}
+      {blocker.code === "claimable" && typeof d.ahead === "number" && (
+        <span>{d.ahead === 0 ? "next in its queue" : `${d.ahead} job${d.ahead === 1 ? "" : "s"} ahead`}</span>
+      )}
+      {others.length > 0 && (
+        <span>other projects: {others.map((o) => `${o.in_flight} running (weight ${o.weight})`).join(", ")}</span>
+      )}
+    </span>
   );
 }
 

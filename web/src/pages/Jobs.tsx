@@ -301,6 +301,8 @@ function EnqueueDialog({
   const [priority, setPriority] = useState("0");
   const [delay, setDelay] = useState("");
   const [key, setKey] = useState("");
+  const [concurrencyKey, setConcurrencyKey] = useState("");
+  const [uniqueFor, setUniqueFor] = useState("");
   const [parseError, setParseError] = useState<string | null>(null);
 
   const enqueue = useAction(
@@ -315,6 +317,8 @@ function EnqueueDialog({
             priority: Number(priority),
             delay_s: delay ? Number(delay) : null,
             idempotency_key: key || null,
+            concurrency_key: concurrencyKey || null,
+            unique_for_s: uniqueFor ? Number(uniqueFor) : null,
           },
         }),
       ),
@@ -330,7 +334,16 @@ function EnqueueDialog({
     parseError ??
     fieldErr("payload") ??
     (err && ["payload_too_large", "invalid_payload"].includes(err.code) ? err.message : null);
-  const known = ["queue", "handler", "payload", "priority", "delay_s", "idempotency_key"];
+  const known = [
+    "queue",
+    "handler",
+    "payload",
+    "priority",
+    "delay_s",
+    "idempotency_key",
+    "concurrency_key",
+    "unique_for_s",
+  ];
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -446,6 +459,43 @@ function EnqueueDialog({
           <Field label="Idempotency key" name="idempotency_key" error={fieldErr("idempotency_key")}>
             {({ id, invalid }) => (
               <Input id={id} invalid={invalid} value={key} onChange={(e) => setKey(e.target.value)} />
+            )}
+          </Field>
+        </div>
+        <div className="grid gap-4 sm:grid-cols-2">
+          <Field
+            label="Concurrency key"
+            name="concurrency_key"
+            hint="shares the queue's per-key limit with jobs of the same key"
+            error={fieldErr("concurrency_key")}
+          >
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="enqueue-concurrency-key"
+                value={concurrencyKey}
+                onChange={(e) => setConcurrencyKey(e.target.value)}
+              />
+            )}
+          </Field>
+          <Field
+            label="Unique for (s)"
+            name="unique_for_s"
+            hint="return an unfinished job with the same handler and payload this recent"
+            error={fieldErr("unique_for_s")}
+          >
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="enqueue-unique-for"
+                type="number"
+                min={0}
+                step="any"
+                value={uniqueFor}
+                onChange={(e) => setUniqueFor(e.target.value)}
+              />
             )}
           </Field>
         </div>

@@ -13,7 +13,7 @@ import { Badge } from "../ui/Badge";
 import { Button } from "../ui/Button";
 import { Card } from "../ui/Card";
 import { Dialog } from "../ui/Dialog";
-import { Field, Input, Select } from "../ui/Field";
+import { Checkbox, Field, Input, Select } from "../ui/Field";
 import { PageHeader } from "../ui/PageHeader";
 import { EmptyState, ErrorState, InlineError, SkeletonRows } from "../ui/States";
 import { DataTable } from "../ui/Table";
@@ -107,6 +107,12 @@ export function QueuesPage() {
       header: "Limit",
       meta: { numeric: true, hideOnMobile: true },
       cell: (c) => (c.getValue() == null ? <span className="text-slate-500">none</span> : formatNumber(c.getValue())),
+    }),
+    col.display({
+      id: "flow",
+      header: "Flow control",
+      meta: { hideOnMobile: true },
+      cell: (c) => <FlowBadges q={c.row.original} />,
     }),
     col.accessor("retry_policy", {
       header: "Retry policy",
@@ -258,6 +264,10 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
   const [timeout, setTimeoutMs] = useState(queue?.default_timeout_ms?.toString() ?? "");
   const [policy, setPolicy] = useState(queue?.retry_policy?.id ?? "");
   const [priority, setPriority] = useState(String(queue?.priority ?? 0));
+  const [keyLimit, setKeyLimit] = useState(queue?.key_concurrency_limit?.toString() ?? "");
+  const [rateCount, setRateCount] = useState(queue?.rate_limit?.count.toString() ?? "");
+  const [ratePeriod, setRatePeriod] = useState(queue?.rate_limit?.period_s.toString() ?? "1");
+  const [perKey, setPerKey] = useState(queue?.rate_limit_per_key ?? false);
 
   const save = useAction(
     () => {
@@ -268,6 +278,9 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
         default_max_attempts: Number(attempts),
         default_timeout_ms: timeout ? Number(timeout) : null,
         retry_policy_id: policy || null,
+        key_concurrency_limit: keyLimit ? Number(keyLimit) : null,
+        rate_limit: rateCount ? { count: Number(rateCount), period_s: Number(ratePeriod) } : null,
+        rate_limit_per_key: rateCount ? perKey : false,
       };
       return queue
         ? unwrap(
@@ -404,6 +417,68 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
             </Select>
           )}
         </Field>
+        <fieldset className="space-y-3 rounded-md p-3 ring-1 ring-slate-200" data-testid="queue-flow">
+          <legend className="px-1 text-xs font-medium text-slate-500">Flow control</legend>
+          <div className="grid gap-4 sm:grid-cols-3">
+            <Field
+              label="Per-key limit"
+              name="key_concurrency_limit"
+              hint="jobs with one concurrency key at once; blank: none"
+              error={err?.fieldMessage("key_concurrency_limit")}
+            >
+              {({ id, invalid }) => (
+                <Input
+                  id={id}
+                  invalid={invalid}
+                  data-testid="queue-key-limit"
+                  type="number"
+                  min={1}
+                  value={keyLimit}
+                  onChange={(e) => setKeyLimit(e.target.value)}
+                />
+              )}
+            </Field>
+            <Field
+              label="Rate limit: starts"
+              name="rate_limit_count"
+              hint="blank: no rate limit"
+              error={err?.fieldMessage("count")}
+            >
+              {({ id, invalid }) => (
+                <Input
+                  id={id}
+                  invalid={invalid}
+                  data-testid="queue-rate-count"
+                  type="number"
+                  min={1}
+                  value={rateCount}
+                  onChange={(e) => setRateCount(e.target.value)}
+                />
+              )}
+            </Field>
+            <Field label="per seconds" name="rate_limit_period_s" error={err?.fieldMessage("period_s")}>
+              {({ id, invalid }) => (
+                <Input
+                  id={id}
+                  invalid={invalid}
+                  data-testid="queue-rate-period"
+                  type="number"
+                  min={0.001}
+                  step="any"
+                  value={ratePeriod}
+                  onChange={(e) => setRatePeriod(e.target.value)}
+                />
+              )}
+            </Field>
+          </div>
+          <Checkbox
+            label="Rate limit each concurrency key on its own"
+            data-testid="queue-rate-per-key"
+            checked={perKey}
+            disabled={!rateCount}
+            onChange={(e) => setPerKey(e.target.checked)}
+          />
+        </fieldset>
         {err &&
           ![
             "name",
@@ -413,10 +488,28 @@ function QueueDialog({ queue, onClose }: { queue: QueuePublic | null; onClose: (
             "default_max_attempts",
             "default_timeout_ms",
             "retry_policy_id",
+            "key_concurrency_limit",
+            "count",
+            "period_s",
           ].some((f) => err.fieldMessage(f)) && <InlineError error={err} />}
         {save.error && !err && <InlineError error={save.error} />}
       </form>
     </Dialog>
+  );
+}
+
+/** A queue's flow-control settings at a glance: per-key limit and claim rate limit. */
+function FlowBadges({ q }: { q: QueuePublic }) {
+  if (q.key_concurrency_limit == null && q.rate_limit == null) return <span className="text-slate-500">none</span>;
+  return (
+    <span className="flex flex-wrap gap-1" data-testid={`queue-flow-${q.name}`}>
+      {q.key_concurrency_limit != null && <Badge tone="violet">≤{q.key_concurrency_limit} per key</Badge>}
+      {q.rate_limit != null && (
+        <Badge tone="blue">
+          {formatNumber(q.rate_limit.count)} / {q.rate_limit.period_s} s{q.rate_limit_per_key ? " per key" : ""}
+        </Badge>
+      )}
+    </span>
   );
 }
 
