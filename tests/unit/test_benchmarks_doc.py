@@ -32,7 +32,7 @@ def test_benchmarks_doc_is_what_the_report_command_writes() -> None:
 
 
 #: Sections the report writes when their benchmark ran (added since the last regeneration).
-OPTIONAL_SECTIONS = ("Live events (dashboard)",)
+OPTIONAL_SECTIONS = ("Live events (dashboard)", "Flow control: each mechanism on vs off")
 
 
 def test_benchmarks_doc_has_every_benchmark() -> None:

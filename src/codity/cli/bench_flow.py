@@ -1,0 +1,137 @@
+"""`codity bench flow`: what each flow-control mechanism costs the drain when it is switched on
+with room to spare, beside the same drain without it (issue 9's performance targets).
+
+Every run is the throughput benchmark's drain (N no-op jobs pre-enqueued, W real workers in
+this process, timed until the database shows every job completed), in a fresh scratch
+database, once with the mechanism on and once off, alternating:
+
+- fair shares: two projects with a queue each and half the jobs each; the workers serve both
+  (so they claim with fair shares) vs the same two queues with WORKER_FAIR_SHARES off;
+- key limit: every job carries one of 1,000 concurrency keys and the queue limits each key to
+  10 at once (at most W x capacity jobs run at once: never more than a key's share) vs the same
+  jobs and keys with no key limit;
+- rate limit: the queue may start 1,000,000 jobs a second (far above the drain rate) vs none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+import asyncpg
+
+from codity import VERSION, core
+from codity.cli.benchmarks import Throughput, scratch_database
+from codity.db.pool import create_pool
+from codity.worker import HandlerRegistry, JobContext
+from codity.worker.config import WorkerConfig
+from codity.worker.service import Worker
+
+MECHANISMS: Final = ("fair shares", "key limit", "rate limit")
+KEYS: Final = 1000
+KEY_LIMIT: Final = 10
+RATE_COUNT: Final = 1_000_000
+RATE_PERIOD_MS: Final = 1000
+CHUNK: Final = 5000
+
+
+@dataclass(frozen=True)
+class Pair:
+    on: Throughput
+    off: Throughput
+
+
+async def _setup(pool: asyncpg.Pool[Any], mechanism: str, on: bool, jobs: int) -> None:
+    org = await pool.fetchval(
+        "INSERT INTO organizations (name, slug) VALUES ('bench', 'bench') RETURNING id"
+    )
+    projects = [
+        await pool.fetchval(
+            "INSERT INTO projects (org_id, name, slug) VALUES ($1, $2, $2) RETURNING id", org, slug
+        )
+        for slug in (("bench-a", "bench-b") if mechanism == "fair shares" else ("bench",))
+    ]
+    key_limit = KEY_LIMIT if mechanism == "key limit" and on else None
+    rate = (RATE_COUNT, RATE_PERIOD_MS) if mechanism == "rate limit" and on else (None, None)
+    queues = [
+        await pool.fetchval(
+            """INSERT INTO queues (project_id, name, key_concurrency_limit, rate_limit_count,
+                                   rate_limit_period_ms)
+               VALUES ($1, $2, $3, $4, $5) RETURNING id""",
+            project,
+            f"bench-{i}",
+            key_limit,
+            *rate,
+        )
+        for i, project in enumerate(projects)
+    ]
+    share = jobs // len(queues)
+    for queue_id in queues:
+        for start in range(0, share, CHUNK):
+            size = min(CHUNK, share - start)
+            keyed = mechanism == "key limit"
+            batch = [
+                core.NewJob("noop", concurrency_key=f"k{(start + i) % KEYS}" if keyed else None)
+                for i in range(size)
+            ]
+            await core.enqueue_many(pool, queue_id, batch)
+    await pool.execute("VACUUM ANALYZE jobs")
+
+
+def _config(url: str, capacity: int, fair: bool) -> WorkerConfig:
+    return WorkerConfig(
+        database_url=url,
+        capacity=capacity,
+        queue_names=None,  # every queue: both projects' for fair shares
+        heartbeat_ms=5000,
+        lease_ms=30000,
+        poll_interval_ms=500,
+        shutdown_grace_ms=5000,
+        version=VERSION,
+        fair_shares=fair,
+    )
+
+
+async def drain(
+    server_url: str, mechanism: str, on: bool, jobs: int, workers: int, capacity: int
+) -> Throughput:
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {mechanism!r}")
+    registry = HandlerRegistry()
+
+    @registry.handler("noop")
+    async def noop(ctx: JobContext) -> None:
+        return None
+
+    async with scratch_database(server_url) as url:
+        pool = await create_pool(url, min_size=1, max_size=4, application_name="codity-bench")
+        try:
+            await _setup(pool, mechanism, on, jobs)
+            total: int = await pool.fetchval("SELECT count(*) FROM jobs")
+            fair = mechanism == "fair shares" and on
+            stop = asyncio.Event()
+            started = time.perf_counter()
+            tasks = [
+                asyncio.create_task(Worker(_config(url, capacity, fair), registry).run(stop))
+                for _ in range(workers)
+            ]
+            done = "SELECT count(*) FROM jobs WHERE status = 'completed'"
+            while await pool.fetchval(done) < total:  # noqa: ASYNC110 - polling the database
+                await asyncio.sleep(0.005)
+            elapsed = time.perf_counter() - started
+            stop.set()
+            await asyncio.gather(*tasks)
+            return Throughput(jobs=total, seconds=elapsed)
+        finally:
+            await pool.close()
+
+
+async def pair(
+    server_url: str, mechanism: str, jobs: int, workers: int, capacity: int, *, on_first: bool
+) -> Pair:
+    """One drain each way; the caller alternates which goes first from run to run."""
+    first = await drain(server_url, mechanism, on_first, jobs, workers, capacity)
+    second = await drain(server_url, mechanism, not on_first, jobs, workers, capacity)
+    return Pair(on=first, off=second) if on_first else Pair(on=second, off=first)
