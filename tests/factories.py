@@ -335,13 +335,16 @@ async def make_job_log(
     execution_seq: int = 1,
     level: str = "info",
     message: str = "hi",
+    fields: dict[str, Any] | None = None,
 ) -> None:
     await conn.execute(
-        "INSERT INTO job_logs (job_id, execution_seq, level, message) VALUES ($1, $2, $3, $4)",
+        "INSERT INTO job_logs (job_id, execution_seq, level, message, fields)"
+        " VALUES ($1, $2, $3, $4, $5)",
         job_id,
         execution_seq,
         level,
         message,
+        fields or {},
     )
 
 

@@ -97,7 +97,11 @@ class Settings(BaseSettings):
     retention_completed_hours: int = Field(default=24 * 7, alias="RETENTION_COMPLETED_HOURS", gt=0)
     retention_logs_hours: int = Field(default=24 * 7, alias="RETENTION_LOGS_HOURS", gt=0)
 
+    #: The most any project's http_request allowlist may hold (a project lists the hosts it
+    #: uses in its own `http_allowlist`; a host counts only when both name it).
     http_handler_allowlist: str = Field(default="", alias="HTTP_HANDLER_ALLOWLIST")
+    #: Ports http_request may use besides 80 and 443, comma-separated.
+    http_handler_allowed_ports: str = Field(default="", alias="HTTP_HANDLER_ALLOWED_PORTS")
     smtp_url: str | None = Field(default=None, alias="SMTP_URL")
     #: The sender of every mail: `email.send` jobs and the API's verification and invitation
     #: mails. A job cannot choose another.
@@ -125,6 +129,25 @@ class Settings(BaseSettings):
     login_max_delay_s: int = Field(default=60, alias="LOGIN_MAX_DELAY_S", gt=0)
     rate_limit_auth_per_minute: int = Field(default=60, alias="RATE_LIMIT_AUTH_PER_MINUTE")
     rate_limit_enqueue_per_minute: int = Field(default=1000, alias="RATE_LIMIT_ENQUEUE_PER_MINUTE")
+    #: The same, for all the projects of one organisation together: creating projects does not
+    #: multiply the quota. Counts everything that creates or re-runs jobs (the API's enqueues,
+    #: triggers, retries and replays, and cron firings).
+    rate_limit_enqueue_per_minute_org: int = Field(
+        default=5000, alias="RATE_LIMIT_ENQUEUE_PER_MINUTE_ORG", gt=0
+    )
+    max_projects_per_org: int = Field(default=20, alias="MAX_PROJECTS_PER_ORG", gt=0)
+    max_queues_per_org: int = Field(default=200, alias="MAX_QUEUES_PER_ORG", gt=0)
+    max_schedules_per_org: int = Field(default=500, alias="MAX_SCHEDULES_PER_ORG", gt=0)
+    #: How often a schedule may fire at most. Unset: 60 s, or 1 s in development (the demo
+    #: has a seconds schedule).
+    cron_min_interval_s_setting: int | None = Field(default=None, alias="CRON_MIN_INTERVAL_S", ge=0)
+
+    #: `/metrics` on the API's port answers only this bearer token (401 without it).
+    metrics_token: str | None = Field(default=None, alias="METRICS_TOKEN")
+    #: `host:port` of a second listener serving `/metrics` without a token (a private network).
+    metrics_bind: str | None = Field(default=None, alias="METRICS_BIND")
+    #: The metrics are a snapshot taken at most this often, however often they are scraped.
+    metrics_snapshot_s: float = Field(default=5.0, alias="METRICS_SNAPSHOT_S", ge=0)
 
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
     log_format: Literal["auto", "console", "json"] = Field(default="auto", alias="LOG_FORMAT")
@@ -149,6 +172,25 @@ class Settings(BaseSettings):
         return frozenset(
             h.strip().lower() for h in self.http_handler_allowlist.split(",") if h.strip()
         )
+
+    @model_validator(mode="after")
+    def _ports(self) -> Settings:
+        self.allowed_ports  # noqa: B018 - refuse bad HTTP_HANDLER_ALLOWED_PORTS at startup
+        return self
+
+    @property
+    def allowed_ports(self) -> frozenset[int]:
+        ports = [p.strip() for p in self.http_handler_allowed_ports.split(",") if p.strip()]
+        bad = [p for p in ports if not p.isdigit() or not 0 < int(p) < 65536]
+        if bad:
+            raise ValueError(f"HTTP_HANDLER_ALLOWED_PORTS holds invalid ports: {', '.join(bad)}")
+        return frozenset(int(p) for p in ports)
+
+    @property
+    def cron_min_interval_s(self) -> int:
+        if self.cron_min_interval_s_setting is not None:
+            return self.cron_min_interval_s_setting
+        return 1 if self.environment == "development" else 60
 
     @property
     def trusted_proxy_list(self) -> list[str]:

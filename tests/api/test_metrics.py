@@ -50,7 +50,11 @@ async def test_metrics_reflect_the_database(api: ProjectApi) -> None:
     )
     await core.set_worker_status(api.pool, stopped, WorkerStatus.STOPPED)
 
-    r = await api.client.get("/metrics")
+    api.settings.metrics_token = "scrape-me"  # the app's own settings object (shared app)
+    try:
+        r = await api.client.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
+    finally:
+        api.settings.metrics_token = None
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
     m = _samples(r.text)

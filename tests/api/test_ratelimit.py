@@ -18,6 +18,9 @@ from codity.api import ratelimit
 from codity.domain.errors import RateLimitedError
 from codity.settings import Settings
 
+ORG = uuid.uuid4()  # the organisation window is large here: these tests are about projects
+BIG = 1_000_000
+
 
 def client_from(app: FastAPI, ip: str) -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app, client=(ip, 4321), raise_app_exceptions=False)
@@ -139,15 +142,21 @@ async def test_enqueue_quota_refuses_whole_requests_and_consumes_nothing_when_re
     pool: asyncpg.Pool[Any],
 ) -> None:
     project = uuid.uuid4()
-    await ratelimit.check_enqueue_quota(pool, project, 6, limit=10)
+    await ratelimit.check_enqueue_quota(pool, project, ORG, 6, limit=10, org_limit=BIG)
     with pytest.raises(RateLimitedError) as refused:
-        await ratelimit.check_enqueue_quota(pool, project, 5, limit=10)  # 11 > 10: refused whole
+        await ratelimit.check_enqueue_quota(
+            pool, project, ORG, 5, limit=10, org_limit=BIG
+        )  # 11 > 10: refused whole
     assert refused.value.retry_after_s >= 1
-    await ratelimit.check_enqueue_quota(pool, project, 4, limit=10)  # the refusal took nothing
+    await ratelimit.check_enqueue_quota(
+        pool, project, ORG, 4, limit=10, org_limit=BIG
+    )  # the refusal took nothing
     with pytest.raises(RateLimitedError):
-        await ratelimit.check_enqueue_quota(pool, project, 1, limit=10)
+        await ratelimit.check_enqueue_quota(pool, project, ORG, 1, limit=10, org_limit=BIG)
     with pytest.raises(RateLimitedError):
-        await ratelimit.check_enqueue_quota(pool, uuid.uuid4(), 11, limit=10)  # never fits
+        await ratelimit.check_enqueue_quota(
+            pool, uuid.uuid4(), ORG, 11, limit=10, org_limit=BIG
+        )  # never fits
 
 
 async def test_enqueue_quota_is_exact_under_concurrency(pool: asyncpg.Pool[Any]) -> None:
@@ -155,7 +164,7 @@ async def test_enqueue_quota_is_exact_under_concurrency(pool: asyncpg.Pool[Any])
 
     async def one() -> bool:
         try:
-            await ratelimit.check_enqueue_quota(pool, project, 1, limit=25)
+            await ratelimit.check_enqueue_quota(pool, project, ORG, 1, limit=25, org_limit=BIG)
         except RateLimitedError:
             return False
         return True
@@ -166,11 +175,11 @@ async def test_enqueue_quota_is_exact_under_concurrency(pool: asyncpg.Pool[Any])
 
 async def test_a_new_window_starts_after_expiry(pool: asyncpg.Pool[Any]) -> None:
     project = uuid.uuid4()
-    await ratelimit.check_enqueue_quota(pool, project, 3, limit=3)
+    await ratelimit.check_enqueue_quota(pool, project, ORG, 3, limit=3, org_limit=BIG)
     with pytest.raises(RateLimitedError):
-        await ratelimit.check_enqueue_quota(pool, project, 1, limit=3)
+        await ratelimit.check_enqueue_quota(pool, project, ORG, 1, limit=3, org_limit=BIG)
     await pool.execute("UPDATE rate_limit_buckets SET expires_at = now() - interval '1 second'")
-    await ratelimit.check_enqueue_quota(pool, project, 3, limit=3)
+    await ratelimit.check_enqueue_quota(pool, project, ORG, 3, limit=3, org_limit=BIG)
 
 
 async def test_enqueue_route_stops_at_the_limit_and_stores_nothing_past_it(
@@ -203,15 +212,15 @@ async def test_enqueue_route_stops_at_the_limit_and_stores_nothing_past_it(
 
 async def test_expired_windows_are_pruned(pool: asyncpg.Pool[Any]) -> None:
     live, old = uuid.uuid4(), uuid.uuid4()
-    await ratelimit.check_enqueue_quota(pool, live, 1, limit=5)
-    await ratelimit.check_enqueue_quota(pool, old, 1, limit=5)
+    await ratelimit.check_enqueue_quota(pool, live, ORG, 1, limit=5, org_limit=BIG)
+    await ratelimit.check_enqueue_quota(pool, old, ORG, 1, limit=5, org_limit=BIG)
     await pool.execute(
         "UPDATE rate_limit_buckets SET expires_at = now() - interval '2 minutes' WHERE key LIKE $1",
         f"%{old}",
     )
     assert await ratelimit.prune_expired(pool) == 1
-    keys = [r["key"] for r in await pool.fetch("SELECT key FROM rate_limit_buckets")]
-    assert keys == [f"enqueue:project:{live}"]
+    keys = {r["key"] for r in await pool.fetch("SELECT key FROM rate_limit_buckets")}
+    assert keys == {f"enqueue:project:{live}", f"enqueue:org:{ORG}"}
 
 
 async def test_parallel_guesses_cannot_overtake_the_failure_count(

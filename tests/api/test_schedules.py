@@ -68,13 +68,15 @@ async def test_invalid_cron_and_timezone_are_refused_with_a_message(api: Project
 
 
 async def test_validate_endpoint_previews_fire_times(api: ProjectApi) -> None:
-    r = await api.post("/schedules/validate", {"cron_expression": "*/15 * * * * *", "n": 3})
+    # Six fields: the first is seconds (CRON_MIN_INTERVAL_S keeps fires a minute apart here).
+    r = await api.post("/schedules/validate", {"cron_expression": "30 */15 * * * *", "n": 3})
     assert r.status_code == 200, r.text
     preview = r.json()
     assert preview["has_seconds"] is True
     times = [datetime.fromisoformat(t) for t in preview["next_fire_times"]]
     assert len(times) == 3
-    assert times[1] - times[0] == timedelta(seconds=15)
+    assert times[1] - times[0] == timedelta(minutes=15)
+    assert {t.second for t in times} == {30}
     error = assert_error(
         await api.post("/schedules/validate", {"cron_expression": "every day"}), 422, "invalid_cron"
     )

@@ -194,6 +194,26 @@ def test_viewer_sees_no_mutating_controls_and_the_api_refuses_them(new_page) -> 
     expect(page.get_by_role("button", name="Trigger now")).to_have_count(0)
 
 
+def test_a_viewer_sees_masked_secrets_in_a_job(new_page) -> None:
+    """A payload's credentials are the job's own: the operator sees them, a viewer (who may read
+    every job of the organisation) sees the mask in their place and the rest of the payload."""
+    operator: Page = new_page()
+    login(operator, path="/jobs")
+    payload = {"seconds": 0, "headers": {"Authorization": "Bearer e2e-live-secret"}, "to": "ops"}
+    job = _api_call(
+        operator, "POST", "/jobs", {"queue": "reports", "handler": "sleep", "payload": payload}
+    )
+    operator.goto(f"/jobs/{job['id']}")
+    expect(operator.get_by_test_id("job-payload")).to_contain_text("e2e-live-secret")
+    viewer: Page = new_page()
+    login(viewer, email=VIEWER, path=f"/jobs/{job['id']}")
+    shown = viewer.get_by_test_id("job-payload")
+    expect(shown).to_contain_text("••••••")
+    expect(shown).to_contain_text('"to": "ops"')
+    expect(shown).not_to_contain_text("e2e-live-secret")
+    screenshot(viewer, "job-viewer-masked")
+
+
 def test_the_session_is_an_httponly_cookie_and_a_token_in_memory(new_page) -> None:
     """Nothing a script can read holds a session: no token in localStorage or sessionStorage,
     the refresh token only in an httpOnly, SameSite=Strict cookie scoped to /api/v1/auth. A
@@ -343,6 +363,31 @@ def test_invite_someone_who_registers_verifies_and_accepts(new_page, stack) -> N
         "button", name="Revoke"
     ).click()
     expect(invitations).not_to_contain_text(other)
+
+
+def test_an_admin_sets_the_projects_internal_hosts_in_settings(new_page) -> None:
+    """The http_request allowlist is per project (an admin's), checked by the API."""
+    page: Page = new_page()
+    login(page, path="/settings")
+    card = page.get_by_test_id("settings-http-allowlist")
+    hosts = card.get_by_label("Hosts (comma-separated)")
+    hosts.fill("not a host!")
+    card.get_by_role("button", name="Save hosts").click()
+    expect(page.get_by_test_id("field-error-http-allowlist")).to_be_visible()
+    hosts.fill("hooks.internal, 10.0.0.5")
+    card.get_by_role("button", name="Save hosts").click()
+    expect(page.get_by_test_id("http-allowlist-saved")).to_be_visible()
+    assert _api_call(page, "GET", "")["http_allowlist"] == ["hooks.internal", "10.0.0.5"]
+    page.reload()
+    expect(
+        page.get_by_test_id("settings-http-allowlist").get_by_label("Hosts (comma-separated)")
+    ).to_have_value("hooks.internal, 10.0.0.5")
+    _api_call(page, "PATCH", "", {"http_allowlist": []})  # the shared demo stack as it was
+    # A viewer has no such card (and the API refuses the PATCH).
+    viewer: Page = new_page()
+    login(viewer, email=VIEWER, path="/settings")
+    expect(viewer.get_by_test_id("settings-projects")).to_be_visible()
+    expect(viewer.get_by_test_id("settings-http-allowlist")).to_have_count(0)
 
 
 def test_sign_out_everywhere_ends_every_tab(new_page) -> None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from codity import tracing
-from codity.api import docs, health, ratelimit
+from codity.api import docs, health, metrics, ratelimit
 from codity.api.cookies import CSRF_HEADER
 from codity.api.errors import install_error_handlers
 from codity.api.events import EventHub
@@ -66,8 +65,10 @@ def create_app(
         # One LISTEN connection for the whole process, fanned out to every browser.
         app.state.events = EventHub(current.database_url, app.state.pool)
         await app.state.events.start()
+        app.state.metrics_cache = metrics.SnapshotCache()  # a new app run starts a new snapshot
         try:
-            yield
+            async with metrics.private_listener(app.state):
+                yield
         finally:
             await app.state.events.stop()
             pruner.cancel()
@@ -92,7 +93,7 @@ def create_app(
     mount_routes(app, routes, _guard=_guard)
     app.include_router(health.router)
     docs.mount_docs(app, f"{API_PREFIX}/docs")
-    _mount_metrics(app)
+    app.include_router(metrics.router)
 
     # Added innermost first: the last one added is the outermost.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_body_bytes)
@@ -119,15 +120,6 @@ def create_app(
     if otel_middleware is not None:
         app.add_middleware(otel_middleware, excluded_urls="healthz,readyz,metrics")
     return app
-
-
-def _mount_metrics(app: FastAPI) -> None:
-    """`/metrics` comes from `codity.api.metrics.router` (owned by the metrics module)."""
-    try:
-        module = importlib.import_module("codity.api.metrics")
-    except ModuleNotFoundError:
-        return
-    app.include_router(module.router)
 
 
 def app_factory() -> FastAPI:

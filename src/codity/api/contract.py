@@ -37,7 +37,8 @@ _PREAMBLE = f"""\
 
 Base path: `{API_PREFIX}`. Interactive documentation: `{API_PREFIX}/docs`; the OpenAPI document:
 `{API_PREFIX}/openapi.json`. Outside the base path: `/healthz` (process up), `/readyz` (database
-reachable, migrations at head), `/metrics` (Prometheus text).
+reachable, migrations at head), `/metrics` (Prometheus text; `Authorization: Bearer
+<METRICS_TOKEN>`, or no token on the private METRICS_BIND listener).
 
 ## Authentication
 
@@ -89,12 +90,16 @@ pagination: stable while rows are added, no OFFSET scans); a tampered cursor ans
 header gives job *i* the key `<header>:<i>`, so a retried bulk returns the same jobs.
 `POST .../schedules/{{schedule_id}}/trigger` with the header returns the same job on a repeat.
 
-## Rate limits
+## Rate limits and quotas
 
-Kept in PostgreSQL, shared by every API process: failed sign-ins per IP and per account
-(default 5 per 15 minutes), all `auth` calls per IP (default 60 per minute), and enqueued jobs
-per project (default 1,000 per minute, counted per job: a bulk over the remaining quota is
-refused whole and stores nothing).
+Kept in PostgreSQL, shared by every API process: failed sign-ins per IP (IPv6: per /64; default
+5 per 15 minutes) and a progressive delay per account past 5 failures (1 s, 2 s, 4 s... up to
+60 s, never a lock-out), all `auth` calls per IP (default 60 per minute), and jobs created or
+re-run (enqueue, bulk, trigger, retry, replay and cron firings) per project (default 1,000 per
+minute) and per organisation (default 5,000 per minute), counted per job: a request over the
+remaining quota is refused whole and stores nothing. An organisation holds at most 20 projects,
+200 queues and 500 schedules (409 `quota_exceeded`), and a schedule fires at most once a minute
+(422 `invalid_cron`); every figure is a setting (see the README).
 """
 
 
@@ -255,7 +260,12 @@ def _metrics_section() -> Iterator[str]:
         run=Histogram(buckets=[("+Inf", 0.0)]),
     )
     yield "## Metrics (`GET /metrics`, Prometheus text)\n"
-    yield "Derived from the database at scrape time (the API process runs no job).\n"
+    yield (
+        "Derived from the database (the API process runs no job), as a snapshot taken at most\n"
+        "every METRICS_SNAPSHOT_S seconds however often it is scraped. On the API's port it\n"
+        "needs `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); METRICS_BIND serves it\n"
+        "without a token on a private listener.\n"
+    )
     yield "| metric | type | labels | meaning |"
     yield "|---|---|---|---|"
     for family in SnapshotCollector(sample).collect():

@@ -1,7 +1,8 @@
-"""`/metrics` in Prometheus text format, derived from the database at scrape time.
+"""`/metrics` in Prometheus text format, derived from the database.
 
 The API process runs no job, so in-process counters would stay at zero. Instead a custom
-collector reads the numbers from PostgreSQL on each scrape (a handful of grouped counts):
+collector reads the numbers from PostgreSQL (a handful of grouped counts, at most once per
+METRICS_SNAPSHOT_S, see below):
 
 - `codity_queue_depth{queue,status}`       gauge: jobs per status right now
 - `codity_queue_paused{queue}`             gauge: 1 while paused
@@ -15,17 +16,31 @@ collector reads the numbers from PostgreSQL on each scrape (a handful of grouped
 - `codity_job_run_seconds`                 histogram: started_at -> finished_at per attempt
 
 Counters and histograms count the execution rows still retained: pruning old history makes
-them drop, which Prometheus handles as a counter reset. The endpoint carries no tenant
-secrets but does name queues: expose it to the monitoring network only.
+them drop, which Prometheus handles as a counter reset.
+
+Access and cost (the endpoint names every tenant's queues and runs whole-table aggregates):
+- On the API's own port, `/metrics` answers only `Authorization: Bearer <METRICS_TOKEN>`
+  (401 otherwise, and always 401 when METRICS_TOKEN is unset).
+- With METRICS_BIND (`host:port`), a second listener serves `/metrics` without a token, for a
+  scraper on a private network; nothing else is served there.
+- The numbers are a snapshot taken at most every METRICS_SNAPSHOT_S seconds: scrapes in between
+  (from any number of scrapers) get the same body, and concurrent scrapes of a stale snapshot
+  wait for the one refresh instead of each querying the database.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import asyncio
+import contextlib
+import hmac
+import math
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+import uvicorn
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -34,10 +49,15 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from starlette.applications import Starlette
+from starlette.routing import Route
 
+from codity.api.errors import error_response
 from codity.core import Conn
 from codity.db.queries import bind
+from codity.domain.errors import ConfigurationError
 from codity.domain.states import JobStatus, WorkerStatus
+from codity.settings import Settings
 
 #: Upper bounds (seconds) of the duration histograms: from a fast no-op to a long report.
 DURATION_BUCKETS_S: tuple[float, ...] = (
@@ -190,10 +210,133 @@ async def render(conn: Conn) -> bytes:
     return body
 
 
+class SnapshotCache:
+    """The last rendered body and when it was taken; one refresh at a time."""
+
+    def __init__(self) -> None:
+        self._body = b""
+        self._taken_at = -math.inf
+        self._lock = asyncio.Lock()
+        #: Snapshots taken (each one: the statements of `take_snapshot`); for tests and figures.
+        self.refreshes = 0
+
+    async def body(self, conn: Conn, max_age_s: float) -> bytes:
+        if time.monotonic() - self._taken_at < max_age_s:
+            return self._body
+        async with self._lock:
+            # Another scrape may have refreshed it while this one waited for the lock.
+            if time.monotonic() - self._taken_at >= max_age_s:
+                self._body = await render(conn)
+                self._taken_at = time.monotonic()
+                self.refreshes += 1
+        return self._body
+
+
+def _cache(app_state: Any) -> SnapshotCache:
+    cache: SnapshotCache | None = getattr(app_state, "metrics_cache", None)
+    if cache is None:
+        cache = app_state.metrics_cache = SnapshotCache()
+    return cache
+
+
+async def _answer(request: Request) -> Response:
+    settings: Settings = request.app.state.settings
+    body = await _cache(request.app.state).body(request.app.state.pool, settings.metrics_snapshot_s)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+def token_matches(settings: Settings, authorization: str | None) -> bool:
+    """A bearer METRICS_TOKEN, compared in constant time; never when no token is configured."""
+    if not settings.metrics_token or not authorization:
+        return False
+    scheme, _, token = authorization.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        token.strip().encode(), settings.metrics_token.encode()
+    )
+
+
 router = APIRouter()
 
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
-    pool: Any = request.app.state.pool
-    return Response(await render(pool), media_type=CONTENT_TYPE_LATEST)
+    settings: Settings = request.app.state.settings
+    if not token_matches(settings, request.headers.get("authorization")):
+        where = f" or scrape {settings.metrics_bind}" if settings.metrics_bind else ""
+        return error_response(
+            401,
+            "unauthorized",
+            f"/metrics needs Authorization: Bearer <METRICS_TOKEN>{where}",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return await _answer(request)
+
+
+def bind_address(value: str) -> tuple[str, int]:
+    """METRICS_BIND `host:port` (IPv6 as `[::1]:9464`) -> (host, port)."""
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigurationError(f"METRICS_BIND must be host:port, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def private_listener_app(main_state: Any) -> Starlette:
+    """The METRICS_BIND listener: `/metrics` only, no token, the main app's pool and cache."""
+
+    async def private_metrics(request: Request) -> Response:
+        body = await _cache(main_state).body(
+            main_state.pool, main_state.settings.metrics_snapshot_s
+        )
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(routes=[Route("/metrics", private_metrics, methods=["GET"])])
+
+
+class _ListenerServer(uvicorn.Server):
+    """A uvicorn server that leaves the process's signals to the main server and says when it
+    listens."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.listening.set()
+
+
+@contextlib.asynccontextmanager
+async def private_listener(main_state: Any) -> AsyncIterator[None]:
+    """Serve `/metrics` on METRICS_BIND while the API runs (no-op when it is unset)."""
+    settings: Settings = main_state.settings
+    if not settings.metrics_bind:
+        yield
+        return
+    host, port = bind_address(settings.metrics_bind)
+    config = uvicorn.Config(
+        private_listener_app(main_state),
+        host=host,
+        port=port,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+    )
+    server = _ListenerServer(config)
+    task = asyncio.create_task(server.serve())
+    listening = asyncio.create_task(server.listening.wait())
+    await asyncio.wait([task, listening], return_when=asyncio.FIRST_COMPLETED)
+    if not server.listening.is_set():  # the port is taken or the address is wrong: say so now
+        listening.cancel()
+        with contextlib.suppress(BaseException):  # uvicorn exits (SystemExit) on a bind error
+            await task
+        raise ConfigurationError(f"cannot listen on METRICS_BIND {settings.metrics_bind}")
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task

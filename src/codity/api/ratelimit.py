@@ -8,7 +8,9 @@ Limits (all from settings):
   LOGIN_MAX_DELAY_S), never a lock-out. Each attempt is reserved as a failure before the
   password is checked and handed back on success.
 - AUTH: every call to /auth/* per IP (IPv6: per /64), RATE_LIMIT_AUTH_PER_MINUTE.
-- ENQUEUE: jobs per project per minute, RATE_LIMIT_ENQUEUE_PER_MINUTE (`check_enqueue_quota`).
+- ENQUEUE: jobs created or re-run per minute, per project (RATE_LIMIT_ENQUEUE_PER_MINUTE) and
+  per organisation (RATE_LIMIT_ENQUEUE_PER_MINUTE_ORG) (`check_enqueue_quota`); the scheduler
+  counts cron firings against the same windows (`core.materialise_cron`).
 """
 
 from __future__ import annotations
@@ -158,25 +160,36 @@ async def check_auth_ceiling(pool: asyncpg.Pool[Any], settings: Settings, ip: st
 async def check_enqueue_quota(
     pool: asyncpg.Pool[Any],
     project_id: uuid.UUID,
+    org_id: uuid.UUID,
     n: int,
     *,
     limit: int | None = None,
+    org_limit: int | None = None,
     window_s: int = 60,
 ) -> None:
-    """Reserve `n` enqueues for the project in this minute, or raise 429 reserving nothing.
+    """Reserve `n` jobs for the project and its organisation in this minute, or raise 429
+    reserving nothing.
 
     Call it BEFORE writing any job, with the whole request's count: a bulk that would go over
-    the limit is refused whole, so nothing past the limit is ever stored. `limit` defaults to
-    the serving app's RATE_LIMIT_ENQUEUE_PER_MINUTE.
+    either limit is refused whole, so nothing past a limit is ever stored. Everything that
+    creates or re-runs jobs calls it: enqueue (one, bulk), trigger, retry, replay. The limits
+    default to the serving app's RATE_LIMIT_ENQUEUE_PER_MINUTE and ..._ORG.
     """
-    if limit is None:
-        limit = current_settings().rate_limit_enqueue_per_minute
-    decision = await consume(
-        pool, f"enqueue:project:{project_id}", cost=n, limit=limit, window_s=window_s
+    settings = current_settings()
+    limits = quotas.EnqueueLimits(
+        per_project=settings.rate_limit_enqueue_per_minute if limit is None else limit,
+        per_org=settings.rate_limit_enqueue_per_minute_org if org_limit is None else org_limit,
+        window_s=window_s,
     )
-    if not decision.allowed:
+    refused = await quotas.reserve_enqueues(pool, project_id, org_id, n, limits)
+    if refused is not None:
         raise RateLimitedError(
-            f"enqueue limit reached: at most {limit} jobs per minute per project",
-            retry_after_s=decision.retry_after_s,
-            details={"limit": limit, "requested": n, "used": decision.count},
+            f"enqueue limit reached: at most {refused.limit} jobs per minute per {refused.scope}",
+            retry_after_s=refused.decision.retry_after_s,
+            details={
+                "scope": refused.scope,
+                "limit": refused.limit,
+                "requested": n,
+                "used": refused.decision.count,
+            },
         )

@@ -455,6 +455,13 @@ class ProjectCreate(BaseModel):
 
 class ProjectPublic(BaseModel):
     created_at: Annotated[AwareDatetime, Field(title='Created At')]
+    http_allowlist: Annotated[
+        list[str],
+        Field(
+            description="hosts this project's http_request jobs may reach although internal (only those the deployment's HTTP_HANDLER_ALLOWLIST names too)",
+            title='Http Allowlist',
+        ),
+    ]
     id: Annotated[UUID, Field(title='Id')]
     name: Annotated[str, Field(title='Name')]
     slug: Annotated[str, Field(title='Slug')]
@@ -471,6 +478,26 @@ class ProjectRef(BaseModel):
     id: Annotated[UUID, Field(title='Id')]
     name: Annotated[str, Field(title='Name')]
     slug: Annotated[str, Field(title='Slug')]
+
+
+class HttpAllowlistItem(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            max_length=253, min_length=1, pattern='^[a-z0-9]([a-z0-9.:_-]*[a-z0-9])?$'
+        ),
+    ]
+
+
+class HttpAllowlist(RootModel[list[HttpAllowlistItem]]):
+    root: Annotated[
+        list[HttpAllowlistItem],
+        Field(
+            description="hosts this project's http_request jobs may reach although internal (only those the deployment's HTTP_HANDLER_ALLOWLIST names too); [] for none",
+            max_length=50,
+            title='Http Allowlist',
+        ),
+    ]
 
 
 class Name(RootModel[str]):
@@ -499,6 +526,13 @@ class ProjectUpdate(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    http_allowlist: Annotated[
+        HttpAllowlist | None,
+        Field(
+            description="hosts this project's http_request jobs may reach although internal (only those the deployment's HTTP_HANDLER_ALLOWLIST names too); [] for none",
+            title='Http Allowlist',
+        ),
+    ] = None
     name: Annotated[Name | None, Field(title='Name')] = None
     weight: Annotated[
         Weight | None,

@@ -52,6 +52,7 @@ from codity.core.queues import (
     resolve_worker_queues,
     resume_queue,
 )
+from codity.core.quotas import EnqueueLimits
 from codity.core.stats import RollupResult, rollup_stats
 from codity.core.workers import register_worker, set_worker_status
 
@@ -65,6 +66,7 @@ __all__ = [
     "Claimer",
     "Completion",
     "Conn",
+    "EnqueueLimits",
     "EnqueuedJob",
     "Failure",
     "Fence",

@@ -5,16 +5,22 @@ than double-fire; and each occurrence is enqueued with the idempotency key
 `cron:<schedule_id>:<fire time>`, so even two replicas that somehow both fired would make one job.
 A missed run (the scheduler was down) fires ONCE; the next run is computed from now, never from
 the stored next_run_at, which would otherwise replay the backlog one tick at a time.
+
+A firing is an enqueue like any other: with `limits`, it counts against the project's and the
+organisation's enqueue windows (a firing over them is skipped and logged, the schedule moves
+on), and with `min_interval_s` (CRON_MIN_INTERVAL_S) no schedule fires more often than that,
+whatever its expression says (schedules made before the minimum existed included).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
 from codity.core.connection import Conn, transaction
 from codity.core.enqueue import NewJob, _enqueue_rows
+from codity.core.quotas import EnqueueLimits, reserve_enqueues
 from codity.db.queries import sql
 from codity.domain.cron import parse_cron
 from codity.domain.errors import CodityError
@@ -26,7 +32,14 @@ def occurrence_key(schedule_id: object, fire_time: datetime) -> str:
     return f"cron:{schedule_id}:{fire_time.astimezone(UTC).isoformat()}"
 
 
-async def materialise_cron(conn: Conn, now: datetime | None = None, limit: int = 100) -> list[int]:
+async def materialise_cron(
+    conn: Conn,
+    now: datetime | None = None,
+    limit: int = 100,
+    *,
+    limits: EnqueueLimits | None = None,
+    min_interval_s: int = 0,
+) -> list[int]:
     """Enqueue one job for each due schedule; returns the ids of the jobs (new or existing)."""
     job_ids: list[int] = []
     async with transaction(conn) as tx:
@@ -46,12 +59,26 @@ async def materialise_cron(conn: Conn, now: datetime | None = None, limit: int =
                 priority=s["priority"],
                 idempotency_key=occurrence_key(s["id"], fire_time),
             )
-            try:
-                (enqueued,) = await _enqueue_rows(tx, s["queue_id"], [job], [s["id"]])
-            except CodityError as exc:
-                log.warning("cron_enqueue_failed", schedule_id=str(s["id"]), reason=exc.message)
-                enqueued = None
-            next_run = spec.next_after(max(at, fire_time))[0]
+            refused = (
+                await reserve_enqueues(tx, s["project_id"], s["org_id"], 1, limits)
+                if limits is not None
+                else None
+            )
+            enqueued = None
+            if refused is not None:
+                log.warning(
+                    "cron_firing_skipped",
+                    schedule_id=str(s["id"]),
+                    reason=f"enqueue limit of the {refused.scope} reached ({refused.limit}/min)",
+                )
+            else:
+                try:
+                    (enqueued,) = await _enqueue_rows(tx, s["queue_id"], [job], [s["id"]])
+                except CodityError as exc:
+                    log.warning("cron_enqueue_failed", schedule_id=str(s["id"]), reason=exc.message)
+            # Never sooner than min_interval_s after this firing (next_after is strictly after).
+            earliest = fire_time + timedelta(seconds=max(0, min_interval_s - 1))
+            next_run = spec.next_after(max(at, fire_time, earliest))[0]
             await tx.execute(
                 sql("advance_schedule"),
                 s["id"],

@@ -67,13 +67,44 @@ def seconds_until_utc_midnight(now: dt.datetime | None = None) -> int:
     return max(1, int((midnight - at).total_seconds()))
 
 
-async def tenant_of_queue(conn: Conn, queue_id: UUID) -> tuple[UUID, UUID] | None:
-    """(project id, organisation id) of a queue; None when it no longer exists."""
-    row = await bind("quota_tenant_of_queue", queue_id=queue_id).fetchrow(conn)
-    return None if row is None else (row["project_id"], row["org_id"])
-
-
 def email_recipients_key(project_id: UUID, now: dt.datetime | None = None) -> str:
     """The counter of a project's mail recipients today (UTC)."""
     day = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d")
     return f"email:project:{project_id}:{day}"
+
+
+@dataclass(frozen=True)
+class EnqueueLimits:
+    """Jobs created or re-run per window: per project, and per organisation for all its
+    projects together (RATE_LIMIT_ENQUEUE_PER_MINUTE and ..._ORG)."""
+
+    per_project: int
+    per_org: int
+    window_s: int = 60
+
+
+@dataclass(frozen=True)
+class EnqueueRefusal:
+    scope: str  # "project" or "organisation"
+    limit: int
+    decision: Decision
+
+
+async def reserve_enqueues(
+    conn: Conn, project_id: UUID, org_id: UUID, n: int, limits: EnqueueLimits
+) -> EnqueueRefusal | None:
+    """Reserve `n` jobs against the project's and the organisation's windows, both or neither;
+    None when reserved, else which limit refused (nothing is then taken from either)."""
+    project_key = f"enqueue:project:{project_id}"
+    decision = await consume(
+        conn, project_key, cost=n, limit=limits.per_project, window_s=limits.window_s
+    )
+    if not decision.allowed:
+        return EnqueueRefusal("project", limits.per_project, decision)
+    decision = await consume(
+        conn, f"enqueue:org:{org_id}", cost=n, limit=limits.per_org, window_s=limits.window_s
+    )
+    if not decision.allowed:
+        await refund(conn, project_key, cost=n)
+        return EnqueueRefusal("organisation", limits.per_org, decision)
+    return None

@@ -179,6 +179,9 @@ projects = Table(
     # Fair shares: workers serving several projects' queues share their claims between the
     # projects with work in proportion to this (docs/CONCURRENCY.md, "Fair shares"). Org admins set it.
     Column("weight", Integer, nullable=False, server_default=text("1")),
+    # Hosts this project's http_request jobs may reach although they resolve to internal
+    # addresses; only those the deployment allows too (HTTP_HANDLER_ALLOWLIST) count.
+    Column("http_allowlist", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
     UniqueConstraint("org_id", "slug"),
     CheckConstraint("weight BETWEEN 1 AND 1000", name="weight_range"),
 )

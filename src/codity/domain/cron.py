@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter
@@ -98,3 +99,30 @@ def next_fire_times(expr: str, tz: str, after: datetime, n: int = 1) -> list[dat
 
 def next_fire_time(expr: str, tz: str, after: datetime) -> datetime:
     return next_fire_times(expr, tz, after, 1)[0]
+
+
+#: Fire times sampled to find a schedule's shortest interval: enough to cover every field's
+#: steps within an hour for a seconds schedule, and a day's worth of minute steps otherwise.
+INTERVAL_SAMPLES = 400
+
+
+def shortest_interval_s(spec: CronSpec, after: datetime) -> float:
+    """The smallest gap, in seconds, between consecutive fire times over the next
+    INTERVAL_SAMPLES firings: how often the schedule can fire at its fastest."""
+    times = spec.next_after(after, INTERVAL_SAMPLES)
+    return min((b - a).total_seconds() for a, b in pairwise(times))
+
+
+def check_min_interval(spec: CronSpec, min_interval_s: int, after: datetime) -> None:
+    """InvalidCronError when `spec` can fire more often than every `min_interval_s` seconds
+    (CRON_MIN_INTERVAL_S): `* * * * * *` would enqueue a job every second, a quota walked
+    around by a single schedule."""
+    if min_interval_s <= 1:
+        return
+    fastest = shortest_interval_s(spec, after)
+    if fastest < min_interval_s:
+        raise InvalidCronError(
+            f"this schedule can fire every {fastest:g} s; the minimum interval here is "
+            f"{min_interval_s} s (CRON_MIN_INTERVAL_S)",
+            details={"shortest_interval_s": fastest, "min_interval_s": min_interval_s},
+        )

@@ -10,6 +10,7 @@ from typing import Any
 import structlog
 
 from codity.core.loop_service import LoopService, retry
+from codity.core.quotas import EnqueueLimits
 from codity.db.pool import create_pool
 from codity.scheduler.services import (
     CronMaterialiser,
@@ -36,6 +37,9 @@ class SchedulerConfig:
     keep_finished: timedelta
     keep_logs: timedelta
     prune_interval_ms: int = PRUNE_INTERVAL_MS
+    #: Cron firings count against the enqueue quotas; None: not counted (tests, benchmarks).
+    enqueue_limits: EnqueueLimits | None = None
+    cron_min_interval_s: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings, *, database_url: str) -> SchedulerConfig:
@@ -46,6 +50,11 @@ class SchedulerConfig:
             keep_finished=timedelta(hours=settings.retention_completed_hours),
             keep_logs=timedelta(hours=settings.retention_logs_hours),
             prune_interval_ms=max(settings.scheduler_tick_ms, PRUNE_INTERVAL_MS),
+            enqueue_limits=EnqueueLimits(
+                per_project=settings.rate_limit_enqueue_per_minute,
+                per_org=settings.rate_limit_enqueue_per_minute_org,
+            ),
+            cron_min_interval_s=settings.cron_min_interval_s,
         )
 
 
@@ -53,7 +62,12 @@ def build_services(conn: Any, config: SchedulerConfig) -> list[LoopService]:
     tick = config.tick_ms
     return [
         Promoter(conn, interval_ms=tick),
-        CronMaterialiser(conn, interval_ms=tick),
+        CronMaterialiser(
+            conn,
+            interval_ms=tick,
+            limits=config.enqueue_limits,
+            min_interval_s=config.cron_min_interval_s,
+        ),
         Reaper(conn, interval_ms=tick),
         DeadWorkerSweep(conn, interval_ms=tick, dead_after_ms=config.dead_worker_after_ms),
         StatsRollup(conn, interval_ms=tick),

@@ -33,12 +33,27 @@ class Promoter(LoopService):
 
 
 class CronMaterialiser(LoopService):
-    """Due schedules -> one job per occurrence; a missed run fires once."""
+    """Due schedules -> one job per occurrence; a missed run fires once. Firings count against
+    the enqueue quotas and come no closer together than CRON_MIN_INTERVAL_S."""
 
     name = "cron"
 
+    def __init__(
+        self,
+        conn: Any,
+        *,
+        interval_ms: int,
+        limits: core.EnqueueLimits | None = None,
+        min_interval_s: int = 0,
+    ) -> None:
+        super().__init__(conn, interval_ms=interval_ms)
+        self.limits = limits
+        self.min_interval_s = min_interval_s
+
     async def run_once(self) -> bool:
-        job_ids = await core.materialise_cron(self.conn, limit=CRON_BATCH)
+        job_ids = await core.materialise_cron(
+            self.conn, limit=CRON_BATCH, limits=self.limits, min_interval_s=self.min_interval_s
+        )
         if job_ids:
             log.info("cron occurrences enqueued", job_ids=job_ids)
         return len(job_ids) >= CRON_BATCH

@@ -324,7 +324,11 @@ export interface paths {
         /** Projects of the organisation */
         get: operations["list_projects_get"];
         put?: never;
-        /** Create a project */
+        /**
+         * Create a project
+         * @description At most MAX_PROJECTS_PER_ORG: each project has its own enqueue window, so unlimited
+         *     projects would multiply the quota (the organisation's window caps that too).
+         */
         post: operations["create_project_post"];
         delete?: never;
         options?: never;
@@ -351,10 +355,11 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename a project or change its fair-share weight (weight: organisation admins)
-         * @description Rename a project, or change its fair-share weight. The weight decides the project's
-         *     share of workers other projects use too, so only an organisation admin (a person, not a
-         *     project's API key) may change it.
+         * Rename a project, change its fair-share weight (organisation admins) or set its http_request allowlist
+         * @description Rename a project, change its fair-share weight, or set the hosts its http_request jobs
+         *     may reach although they are internal (only those the deployment's HTTP_HANDLER_ALLOWLIST
+         *     names too). The weight decides the project's share of workers other projects use too, so
+         *     only an organisation admin (a person, not a project's API key) may change it.
          */
         patch: operations["update_project_patch"];
         trace?: never;
@@ -461,7 +466,8 @@ export interface paths {
         /**
          * Replay many dead letters, or every pending one of a queue
          * @description Either the listed ids (all must be this project's, else 404 and nothing replayed) or
-         *     every pending dead letter of one queue.
+         *     every pending dead letter of one queue. The whole count is reserved against the enqueue
+         *     quotas first: a replay over them is refused whole.
          */
         post: operations["replay_many_post"];
         delete?: never;
@@ -496,7 +502,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replay one dead letter */
+        /**
+         * Replay one dead letter
+         * @description A replay re-runs a job: it counts against the enqueue quotas like a new one.
+         */
         post: operations["replay_one_post"];
         delete?: never;
         options?: never;
@@ -577,7 +586,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job with its payload, executions (the retry history) and recent logs */
+        /**
+         * A job with its payload, executions (the retry history) and recent logs
+         * @description Values under secret-looking keys of the payload, result and log fields are masked for
+         *     viewers.
+         */
         get: operations["read_job_get"];
         put?: never;
         post?: never;
@@ -653,7 +666,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry a failed, dead-lettered or cancelled job */
+        /**
+         * Retry a failed, dead-lettered or cancelled job
+         * @description A re-run counts against the enqueue quotas like a new job.
+         */
         post: operations["retry_job_post"];
         delete?: never;
         options?: never;
@@ -2006,6 +2022,11 @@ export interface components {
              */
             created_at: string;
             /**
+             * Http Allowlist
+             * @description hosts this project's http_request jobs may reach although internal (only those the deployment's HTTP_HANDLER_ALLOWLIST names too)
+             */
+            http_allowlist: string[];
+            /**
              * Id
              * Format: uuid
              */
@@ -2037,6 +2058,11 @@ export interface components {
          * @description Only the fields present change.
          */
         ProjectUpdate: {
+            /**
+             * Http Allowlist
+             * @description hosts this project's http_request jobs may reach although internal (only those the deployment's HTTP_HANDLER_ALLOWLIST names too); [] for none
+             */
+            http_allowlist?: string[] | null;
             /** Name */
             name?: string | null;
             /**

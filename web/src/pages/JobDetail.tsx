@@ -167,7 +167,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
                 </Badge>
               ))}
             </div>
-            <Json value={j.payload} />
+            <Json value={j.payload} testId="job-payload" />
             <div className="mt-4 mb-1 text-xs font-medium text-slate-500">Result</div>
             {j.result == null ? (
               <div className="text-sm text-slate-500">{j.finished_at ? "none" : "none yet"}</div>

@@ -22,6 +22,7 @@ export function SettingsPage() {
     <div data-testid="page-settings" className="space-y-6">
       <PageHeader title="Settings" description="Projects, API keys, and who can do what in this organization." />
       <ProjectsCard />
+      <HttpAllowlistCard />
       <ApiKeysCard />
       <MembersCard />
       <InvitationsCard />
@@ -100,6 +101,79 @@ function ProjectsCard() {
             Create project
           </Button>
         </form>
+      )}
+    </Card>
+  );
+}
+
+/** Hosts this project's `http_request` jobs may reach although they resolve to internal
+ * addresses: only those the deployment's HTTP_HANDLER_ALLOWLIST names too take effect. */
+function HttpAllowlistCard() {
+  const { can } = useSession();
+  const projectId = useProjectId();
+  const isAdmin = can("admin");
+  const current = useLive(
+    ["project", projectId],
+    () => unwrap(api.GET("/api/v1/projects/{project_id}", { params: { path: { project_id: projectId } } })),
+    { enabled: isAdmin, interval: 30_000 },
+  );
+  const [hosts, setHosts] = useState<string | null>(null);
+  const shown = hosts ?? current.data?.http_allowlist.join(", ") ?? "";
+  const save = useAction(
+    () =>
+      unwrap(
+        api.PATCH("/api/v1/projects/{project_id}", {
+          params: { path: { project_id: projectId } },
+          body: {
+            http_allowlist: shown
+              .split(/[\s,]+/)
+              .map((h) => h.trim().toLowerCase())
+              .filter(Boolean),
+          },
+        }),
+      ),
+    [["project", projectId]],
+    () => setHosts(null),
+  );
+  if (!isAdmin) return null;
+  const err = save.error instanceof ApiError ? save.error : null;
+  return (
+    <Card title="Internal hosts for http_request" testId="settings-http-allowlist">
+      <p className="mb-3 text-sm text-slate-600">
+        Jobs of this project may call these hosts although they resolve to private addresses; only hosts the
+        deployment&apos;s <code className="text-xs">HTTP_HANDLER_ALLOWLIST</code> names too take effect. Empty: public
+        hosts only.
+      </p>
+      <form
+        className="grid gap-3 sm:grid-cols-[1fr_auto] sm:items-start"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          save.mutate(undefined);
+        }}
+      >
+        <Field
+          label="Hosts (comma-separated)"
+          name="http-allowlist"
+          error={err ? (err.fieldMessage("http_allowlist") ?? err.message) : null}
+        >
+          {({ id, invalid }) => (
+            <Input
+              id={id}
+              invalid={invalid}
+              value={shown}
+              placeholder="hooks.internal, 10.0.0.5"
+              onChange={(e) => setHosts(e.target.value)}
+            />
+          )}
+        </Field>
+        <Button type="submit" variant="primary" className="sm:mt-5" busy={save.isPending}>
+          Save hosts
+        </Button>
+      </form>
+      {save.isSuccess && hosts === null && (
+        <p className="mt-2 text-sm text-emerald-700" data-testid="http-allowlist-saved">
+          Saved.
+        </p>
       )}
     </Card>
   );

@@ -1,7 +1,8 @@
 """/projects/{project_id}/jobs: enqueue (one, bulk), list, detail, logs, retry, cancel.
 
-Every state change goes through `codity.core`. Enqueue reserves the project's per-minute quota
-BEFORE writing anything (`check_enqueue_quota`), so a request past the limit stores nothing.
+Every state change goes through `codity.core`. Enqueue and retry reserve the project's and the
+organisation's per-minute quotas BEFORE writing anything (`check_enqueue_quota`), so a request
+past a limit stores nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pydantic import AwareDatetime
 
 from codity import core
 from codity.api.deps import DbPool, ProjectScope
+from codity.api.masking import masked
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.ratelimit import check_enqueue_quota
 from codity.api.resources._params import JobId, QueueFilter
@@ -94,7 +96,7 @@ async def enqueue_job(
     key = _one_key(body.idempotency_key, idempotency_key)
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
     await core.refuse_if_draining(pool, ctx.project_id, [queue.id])
-    await check_enqueue_quota(pool, ctx.project_id, 1)
+    await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, 1)
     result = await core.enqueue(pool, queue.id, _new_job(body, batch_id=body.batch_id, key=key))
     if not result.created:
         response.status_code = 200
@@ -118,7 +120,7 @@ async def enqueue_bulk(
         for name in sorted(n for n in names if n is not None)
     }
     await core.refuse_if_draining(pool, ctx.project_id, list(queue_ids.values()))
-    await check_enqueue_quota(pool, ctx.project_id, len(body.jobs))
+    await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, len(body.jobs))
     by_queue: dict[uuid.UUID, list[int]] = {}
     for i, job in enumerate(body.jobs):
         by_queue.setdefault(queue_ids[job.queue or body.queue or ""], []).append(i)
@@ -203,7 +205,11 @@ async def list_project_jobs(
 
 
 async def read_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobDetail:
-    return await store.get_job_detail(pool, ctx.project_id, job_id)
+    """Values under secret-looking keys of the payload, result and log fields are masked for
+    viewers."""
+    job = await store.get_job_detail(pool, ctx.project_id, job_id)
+    job = masked(ctx, job, "payload", "result")
+    return job.model_copy(update={"logs": [masked(ctx, line, "fields") for line in job.logs]})
 
 
 async def explain_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobExplanation:
@@ -222,10 +228,15 @@ async def read_job_logs(
     items = await store.list_job_logs(
         pool, ctx.project_id, job_id, limit=limit, after_id=after[0] if after else None
     )
-    return JobLogsPage(items=items, next_cursor=next_cursor(items, limit, lambda line: (line.id,)))
+    return JobLogsPage(
+        items=[masked(ctx, line, "fields") for line in items],
+        next_cursor=next_cursor(items, limit, lambda line: (line.id,)),
+    )
 
 
 async def retry_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobPublic:
+    """A re-run counts against the enqueue quotas like a new job."""
+    await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, 1)
     async with atomic(pool) as conn:
         await core.retry_job(conn, ctx.project_id, job_id)  # 404 unless it is this project's
         await audit(conn, ctx, "job.retry", "job", job_id)
@@ -263,7 +274,7 @@ ROUTES: list[Route] = [
           "A job's log lines, oldest first", response_model=JobLogsPage, tags=(TAG,)),
     Route("POST", ONE + "/retry", retry_job, _P, MemberRole.MEMBER,
           "Retry a failed, dead-lettered or cancelled job", response_model=JobPublic,
-          tags=(TAG,)),
+          rate_limit=RateLimitClass.ENQUEUE, tags=(TAG,)),
     Route("POST", ONE + "/cancel", cancel_job, _P, MemberRole.MEMBER,
           "Cancel a job", response_model=JobPublic, tags=(TAG,)),
 ]  # fmt: skip

@@ -11,12 +11,13 @@ import secrets
 from fastapi import Response
 
 from codity.api.audit import record_audit
-from codity.api.deps import CurrentPrincipal, DbPool, ProjectScope
+from codity.api.deps import AppSettings, CurrentPrincipal, DbPool, ProjectScope
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.routing import Route, Scope
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE
 from codity.api.schemas.tenancy import ProjectCreate, ProjectPublic, ProjectsPage, ProjectUpdate
 from codity.api.security import require_user
+from codity.api.stores import orgs
 from codity.api.stores import projects as store
 from codity.domain.states import MemberRole
 
@@ -40,9 +41,12 @@ async def list_projects(
 
 
 async def create_project(
-    body: ProjectCreate, principal: CurrentPrincipal, pool: DbPool
+    body: ProjectCreate, principal: CurrentPrincipal, pool: DbPool, settings: AppSettings
 ) -> ProjectPublic:
+    """At most MAX_PROJECTS_PER_ORG: each project has its own enqueue window, so unlimited
+    projects would multiply the quota (the organisation's window caps that too)."""
     async with pool.acquire() as conn, conn.transaction():
+        await orgs.reserve_slot(conn, principal.org_id, "projects", settings.max_projects_per_org)
         project = await store.create_project(
             conn, principal.org_id, name=body.name, slug=body.slug or _slug(body.name)
         )
@@ -62,14 +66,20 @@ async def read_project(ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
 
 
 async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -> ProjectPublic:
-    """Rename a project, or change its fair-share weight. The weight decides the project's
-    share of workers other projects use too, so only an organisation admin (a person, not a
-    project's API key) may change it."""
+    """Rename a project, change its fair-share weight, or set the hosts its http_request jobs
+    may reach although they are internal (only those the deployment's HTTP_HANDLER_ALLOWLIST
+    names too). The weight decides the project's share of workers other projects use too, so
+    only an organisation admin (a person, not a project's API key) may change it."""
     if body.weight is not None:
         require_user(ctx.principal)
+    changes = body.model_dump(exclude_unset=True)
     async with pool.acquire() as conn, conn.transaction():
         project = await store.update_project(
-            conn, ctx.project_id, name=body.name, weight=body.weight
+            conn,
+            ctx.project_id,
+            name=body.name,
+            weight=body.weight,
+            http_allowlist=body.http_allowlist,
         )
         await record_audit(
             conn,
@@ -78,8 +88,10 @@ async def update_project(body: ProjectUpdate, ctx: ProjectScope, pool: DbPool) -
             project_id=ctx.project_id,
             target_type="project",
             target_id=ctx.project_id,
-            details={"fields": sorted(body.model_dump(exclude_none=True)), "weight": body.weight},
-        )
+            details={"fields": sorted(changes), **{
+                k: changes[k] for k in ("weight", "http_allowlist") if k in changes
+            }},
+        )  # fmt: skip
     return project
 
 
@@ -103,8 +115,8 @@ ROUTES: list[Route] = [
     Route("GET", ONE, read_project, Scope.PROJECT, MemberRole.VIEWER,
           "One project", response_model=ProjectPublic, tags=_TAGS),
     Route("PATCH", ONE, update_project, Scope.PROJECT, MemberRole.ADMIN,
-          "Rename a project or change its fair-share weight (weight: organisation admins)",
-          response_model=ProjectPublic, tags=_TAGS),
+          "Rename a project, change its fair-share weight (organisation admins) or set its "
+          "http_request allowlist", response_model=ProjectPublic, tags=_TAGS),
     Route("DELETE", ONE, delete_project, Scope.PROJECT, MemberRole.ADMIN,
           "Delete a project and everything in it", status_code=204, tags=_TAGS),
 ]  # fmt: skip

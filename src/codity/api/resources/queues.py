@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Response
 
 from codity import core
-from codity.api.deps import DbPool, ProjectScope
+from codity.api.deps import AppSettings, DbPool, ProjectScope
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.resources._params import QueueId
 from codity.api.resources._project_audit import atomic, audit
@@ -18,6 +18,7 @@ from codity.api.schemas.queues import (
     QueueStats,
     QueueUpdate,
 )
+from codity.api.stores import orgs
 from codity.api.stores import queues as store
 from codity.domain.states import MemberRole
 
@@ -36,8 +37,11 @@ async def list_project_queues(
     return QueuesPage(items=items, next_cursor=next_cursor(items, limit, lambda q: (q.name,)))
 
 
-async def create_queue(ctx: ProjectScope, pool: DbPool, body: QueueCreate) -> QueuePublic:
+async def create_queue(
+    ctx: ProjectScope, pool: DbPool, body: QueueCreate, settings: AppSettings
+) -> QueuePublic:
     async with atomic(pool) as conn:
+        await orgs.reserve_slot(conn, ctx.org_id, "queues", settings.max_queues_per_org)
         queue_id = await store.create_queue(conn, ctx.project_id, body)
         await audit(conn, ctx, "queue.create", "queue", queue_id, name=body.name)
     return await store.get_queue(pool, ctx.project_id, queue_id)

@@ -9,7 +9,8 @@ from typing import Annotated
 from fastapi import Header, Query, Response
 
 from codity import core
-from codity.api.deps import DbPool, ProjectScope
+from codity.api.deps import AppSettings, DbPool, ProjectScope
+from codity.api.masking import masked
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.ratelimit import check_enqueue_quota
 from codity.api.resources._params import ScheduleId
@@ -26,9 +27,11 @@ from codity.api.schemas.schedules import (
     ScheduleUpdate,
     ScheduleValidate,
 )
+from codity.api.stores import orgs
 from codity.api.stores import schedules as store
-from codity.domain.cron import parse_cron
+from codity.domain.cron import CronSpec, check_min_interval, parse_cron
 from codity.domain.states import MemberRole
+from codity.settings import Settings
 
 TAG = "schedules"
 BASE = "/projects/{project_id}/schedules"
@@ -43,14 +46,26 @@ async def list_project_schedules(
         pool, ctx.project_id, limit=limit, after=(after[0], after[1]) if after else None
     )
     return SchedulesPage(
-        items=items, next_cursor=next_cursor(items, limit, lambda s: (s.created_at, s.id))
+        items=[masked(ctx, schedule, "payload") for schedule in items],
+        next_cursor=next_cursor(items, limit, lambda s: (s.created_at, s.id)),
     )
 
 
-async def create_schedule(ctx: ProjectScope, pool: DbPool, body: ScheduleCreate) -> SchedulePublic:
-    spec = parse_cron(body.cron_expression, body.timezone)  # 422 invalid_cron before any write
+def _checked_cron(expression: str, timezone: str, settings: Settings) -> CronSpec:
+    """422 `invalid_cron` for a bad expression, or one that fires more often than
+    CRON_MIN_INTERVAL_S (one schedule must not be a way around the enqueue quotas)."""
+    spec = parse_cron(expression, timezone)
+    check_min_interval(spec, settings.cron_min_interval_s, datetime.now(UTC))
+    return spec
+
+
+async def create_schedule(
+    ctx: ProjectScope, pool: DbPool, body: ScheduleCreate, settings: AppSettings
+) -> SchedulePublic:
+    spec = _checked_cron(body.cron_expression, body.timezone, settings)  # before any write
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
     async with atomic(pool) as conn:
+        await orgs.reserve_slot(conn, ctx.org_id, "schedules", settings.max_schedules_per_org)
         schedule_id = await store.create_schedule(
             conn,
             ctx.project_id,
@@ -69,7 +84,7 @@ async def create_schedule(ctx: ProjectScope, pool: DbPool, body: ScheduleCreate)
 
 
 async def read_schedule(ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId) -> SchedulePublic:
-    return await store.get_schedule(pool, ctx.project_id, schedule_id)
+    return masked(ctx, await store.get_schedule(pool, ctx.project_id, schedule_id), "payload")
 
 
 async def _apply(
@@ -82,14 +97,19 @@ async def _apply(
 
 
 async def update_schedule(
-    ctx: ProjectScope, pool: DbPool, schedule_id: ScheduleId, body: ScheduleUpdate
+    ctx: ProjectScope,
+    pool: DbPool,
+    schedule_id: ScheduleId,
+    body: ScheduleUpdate,
+    settings: AppSettings,
 ) -> SchedulePublic:
     changes = body.model_dump(exclude_unset=True)
     if "cron_expression" in changes or "timezone" in changes:
         current = await store.get_schedule(pool, ctx.project_id, schedule_id)
-        spec = parse_cron(
+        spec = _checked_cron(
             str(changes.get("cron_expression", current.cron_expression)),
             str(changes.get("timezone", current.timezone)),
+            settings,
         )
         changes["cron_expression"] = spec.expression
     return await _apply(ctx, pool, schedule_id, changes)
@@ -132,7 +152,7 @@ async def trigger_schedule(
     """
     schedule = await store.get_schedule(pool, ctx.project_id, schedule_id)
     key = f"manual:{schedule.id}:{idempotency_key or uuid.uuid4()}"
-    await check_enqueue_quota(pool, ctx.project_id, 1)
+    await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, 1)
     job = core.NewJob(
         handler=schedule.handler,
         payload=schedule.payload,
@@ -158,8 +178,11 @@ async def next_fire_times(
     return _preview(schedule.cron_expression, schedule.timezone, n)
 
 
-async def validate_cron(ctx: ProjectScope, body: ScheduleValidate) -> CronPreview:
+async def validate_cron(
+    ctx: ProjectScope, body: ScheduleValidate, settings: AppSettings
+) -> CronPreview:
     """422 `invalid_cron` with a message saying what is wrong, or the next fire times."""
+    _checked_cron(body.cron_expression, body.timezone, settings)
     return _preview(body.cron_expression, body.timezone, body.n)
 
 

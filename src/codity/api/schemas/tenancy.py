@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from codity.api.schemas.auth import UserRef
 from codity.api.schemas.common import PublicModel, RequestModel, text_field
@@ -67,6 +67,16 @@ class MemberUpdate(RequestModel):
     role: MemberRole
 
 
+#: A host name (or IP literal) an http_request may reach although it is internal.
+AllowedHost = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=253, to_lower=True, strip_whitespace=True,
+        pattern=r"^[a-z0-9]([a-z0-9.:_-]*[a-z0-9])?$",
+    ),
+]  # fmt: skip
+
+
 class ProjectPublic(PublicModel):
     id: uuid.UUID
     name: str
@@ -76,6 +86,10 @@ class ProjectPublic(PublicModel):
         "between the projects with work in proportion to it"
     )
     created_at: dt.datetime
+    http_allowlist: list[str] = Field(
+        description="hosts this project's http_request jobs may reach although internal "
+        "(only those the deployment's HTTP_HANDLER_ALLOWLIST names too)"
+    )
 
 
 class ProjectsPage(PublicModel):
@@ -100,11 +114,21 @@ class ProjectUpdate(RequestModel):
         le=1000,
         description="fair-share weight (default 1); set by an organisation admin (a person)",
     )
+    http_allowlist: list[AllowedHost] | None = Field(
+        default=None,
+        max_length=50,
+        description="hosts this project's http_request jobs may reach although internal "
+        "(only those the deployment's HTTP_HANDLER_ALLOWLIST names too); [] for none",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> Self:
-        if self.name is None and self.weight is None:
-            raise ValueError("give name, weight or both")
+        fields = ("name", "weight", "http_allowlist")
+        for field in fields:
+            if field in self.model_fields_set and getattr(self, field) is None:
+                raise ValueError(f"{field} cannot be null (leave it out to keep it)")
+        if not self.model_fields_set & set(fields):
+            raise ValueError("give name, weight, http_allowlist or several")
         return self
 
 

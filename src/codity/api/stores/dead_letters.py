@@ -50,3 +50,13 @@ async def summarise(
     reasons = where.bind("api_dead_letters_reasons", project_id=project_id, top=TOP_REASONS)
     rows = await reasons.fetch(conn)
     return total, [DeadLetterReason(error=r["error"], count=r["count"]) for r in rows]
+
+
+async def pending_count(conn: Conn, project_id: UUID, queue_id: UUID) -> int:
+    """How many dead letters of the queue a replay of the whole queue would re-run."""
+    count: int = (
+        await _where(queue_id, False)
+        .bind("api_dead_letters_count", project_id=project_id)
+        .fetchval(conn)
+    )
+    return count

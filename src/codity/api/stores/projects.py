@@ -58,9 +58,21 @@ async def get_project(conn: Conn, project_id: UUID) -> ProjectPublic:
 
 
 async def update_project(
-    conn: Conn, project_id: UUID, *, name: str | None, weight: int | None
+    conn: Conn,
+    project_id: UUID,
+    *,
+    name: str | None,
+    weight: int | None,
+    http_allowlist: list[str] | None,
 ) -> ProjectPublic:
-    q = bind("api_projects_update", project_id=project_id, name=name, weight=weight)
+    """None keeps a column's value (none of them may be NULL; `[]` empties the allowlist)."""
+    q = bind(
+        "api_projects_update",
+        project_id=project_id,
+        name=name,
+        weight=weight,
+        http_allowlist=http_allowlist,
+    )
     row = await q.fetchrow(conn)
     if row is None:
         raise _not_found()

@@ -9,7 +9,7 @@ SELECT org_id FROM projects WHERE id = :project_id::uuid;
 -- name: api_projects_list
 -- Ordered by slug (unique per organisation: the keyset).
 -- Parameters: :org_id uuid, :limit int, plus those of the fragments.
-SELECT id, name, slug, weight, created_at FROM projects
+SELECT id, name, slug, weight, created_at, http_allowlist FROM projects
 WHERE org_id = :org_id::uuid
 /*fragments*/
 ORDER BY slug
@@ -24,17 +24,21 @@ SELECT id, name, slug FROM projects WHERE org_id = :org_id::uuid ORDER BY create
 
 -- name: api_projects_insert
 INSERT INTO projects (org_id, name, slug) VALUES (:org_id::uuid, :name::text, :slug::text)
-RETURNING id, name, slug, weight, created_at;
+RETURNING id, name, slug, weight, created_at, http_allowlist;
 
 -- name: api_projects_get
-SELECT id, name, slug, weight, created_at FROM projects WHERE id = :project_id::uuid;
+SELECT id, name, slug, weight, created_at, http_allowlist FROM projects
+WHERE id = :project_id::uuid;
 
 -- name: api_projects_update
--- A PATCH: NULL keeps the value (neither column may be NULL).
+-- A PATCH: NULL keeps the value (no column here may be NULL; '{}' empties the allowlist).
+-- Parameters: :project_id uuid, :name text, :weight int, :http_allowlist text[].
 UPDATE projects
-SET name = COALESCE(:name::text, name), weight = COALESCE(:weight::int, weight)
+SET name = COALESCE(:name::text, name),
+    weight = COALESCE(:weight::int, weight),
+    http_allowlist = COALESCE(:http_allowlist::text[], http_allowlist)
 WHERE id = :project_id::uuid
-RETURNING id, name, slug, weight, created_at;
+RETURNING id, name, slug, weight, created_at, http_allowlist;
 
 -- name: api_projects_delete
 -- Cascades to the project's queues, jobs, schedules, dead letters, policies and API keys.

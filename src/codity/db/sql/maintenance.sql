@@ -101,10 +101,13 @@ WHERE (w.queue_id, w.key) IN (
 -- name: due_schedules
 -- Cron: due schedules, claimed with SKIP LOCKED so concurrent scheduler replicas each take
 -- different ones (no leader election). Held until this transaction commits.
+-- With the project and organisation whose enqueue quotas a firing counts against.
 -- Parameters: $1 now timestamptz, $2 limit integer.
 SELECT s.id, s.queue_id, s.cron_expression, s.timezone, s.handler, s.payload, s.priority,
-       s.next_run_at
+       s.next_run_at, q.project_id, p.org_id
 FROM scheduled_jobs s
+JOIN queues q ON q.id = s.queue_id
+JOIN projects p ON p.id = q.project_id
 WHERE s.enabled AND s.next_run_at <= $1::timestamptz
 ORDER BY s.next_run_at
 LIMIT $2::integer

@@ -27,10 +27,3 @@ SELECT count, expires_at FROM rate_limit_buckets WHERE key = :key::text AND expi
 -- name: quota_prune
 -- Expired windows are dead weight (a key per IP, account, project and day).
 DELETE FROM rate_limit_buckets WHERE expires_at < now() - interval '1 minute';
-
-
--- name: quota_tenant_of_queue
--- Whose quota a job's work counts against: the project and organisation of its queue.
--- Parameters: :queue_id uuid.
-SELECT q.project_id, p.org_id FROM queues q JOIN projects p ON p.id = q.project_id
-WHERE q.id = :queue_id::uuid;

@@ -20,7 +20,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from codity import mail
-from codity.core import quotas
+from codity.core import quotas, tenants
 from codity.settings import Settings, get_settings
 from codity.worker.context import JobContext
 from codity.worker.handlers.basic import HandlerInputError
@@ -81,10 +81,10 @@ def recipients_of(message: EmailMessage) -> int:
 async def _reserve_recipients(ctx: JobContext, settings: Settings, count: int) -> str | None:
     """Count the recipients against the project's daily quota; the key to refund, or None when
     the queue is gone. HandlerInputError when today's quota would be exceeded."""
-    tenant = await quotas.tenant_of_queue(ctx.db, ctx.queue_id)
+    tenant = await tenants.tenant_of_queue(ctx.db, ctx.queue_id)
     if tenant is None:
         return None
-    key = quotas.email_recipients_key(tenant[0])
+    key = quotas.email_recipients_key(tenant.project_id)
     decision = await quotas.consume(
         ctx.db,
         key,

@@ -16,10 +16,11 @@ from typing import Any
 
 import httpx
 
+from codity.core import tenants
 from codity.settings import get_settings
 from codity.worker.context import JobContext
 from codity.worker.handlers.basic import HandlerInputError
-from codity.worker.handlers.ssrf import DestinationRefusedError, SsrfGuard
+from codity.worker.handlers.ssrf import DestinationRefusedError, SsrfGuard, shown
 from codity.worker.registry import handler
 
 MAX_REDIRECTS = 5
@@ -112,10 +113,10 @@ async def perform(spec: HttpRequestSpec, guard: SsrfGuard) -> dict[str, Any]:
                 response = await client.send(request, stream=True)
             except httpx.TimeoutException as exc:
                 raise TimeoutError(
-                    f"{method} {dest.url} timed out after {spec.timeout_s:g} s"
+                    f"{method} {shown(dest.url)} timed out after {spec.timeout_s:g} s"
                 ) from exc
             except httpx.HTTPError as exc:
-                raise ConnectionError(f"{method} {dest.url} failed: {exc}") from exc
+                raise ConnectionError(f"{method} {shown(dest.url)} failed: {exc}") from exc
             try:
                 if response.is_redirect:
                     next_url = dest.url.join(response.headers["location"])
@@ -132,14 +133,14 @@ async def perform(spec: HttpRequestSpec, guard: SsrfGuard) -> dict[str, Any]:
                 body, truncated = await _read_capped(response, MAX_RESPONSE_BYTES)
             except httpx.TimeoutException as exc:
                 raise TimeoutError(
-                    f"{method} {dest.url} timed out after {spec.timeout_s:g} s"
+                    f"{method} {shown(dest.url)} timed out after {spec.timeout_s:g} s"
                 ) from exc
             finally:
                 await response.aclose()
             text = body[:MAX_BODY_IN_RESULT].decode(response.encoding or "utf-8", errors="replace")
             result = {
                 "status": response.status_code,
-                "url": str(dest.url),
+                "url": shown(dest.url),
                 "redirects": hop,
                 "headers": dict(list(response.headers.items())[:MAX_HEADERS_IN_RESULT]),
                 "body": text,
@@ -148,7 +149,7 @@ async def perform(spec: HttpRequestSpec, guard: SsrfGuard) -> dict[str, Any]:
             }
             if not response.is_success:
                 raise HttpStatusError(
-                    f"{method} {dest.url} returned HTTP {response.status_code}: {text[:200]}"
+                    f"{method} {shown(dest.url)} returned HTTP {response.status_code}: {text[:200]}"
                 )
             return result
     raise DestinationRefusedError(f"more than {MAX_REDIRECTS} redirects")
@@ -160,7 +161,11 @@ async def http_request(ctx: JobContext) -> dict[str, Any]:
     left = ctx.time_left()
     if left is not None:
         spec.timeout_s = max(0.001, min(spec.timeout_s, left))
-    guard = SsrfGuard(get_settings().allowlist_hosts)
+    settings = get_settings()
+    tenant = await tenants.tenant_of_queue(ctx.db, ctx.queue_id) if ctx.db is not None else None
+    # Per project, within the deployment's list: both must name a host for it to count.
+    allowlist = settings.allowlist_hosts & (tenant.http_allowlist if tenant else frozenset())
+    guard = SsrfGuard(allowlist, allowed_ports=settings.allowed_ports)
     ctx.logger.info("http request", method=spec.method, host=httpx.URL(spec.url).host)
     result = await perform(spec, guard)
     ctx.logger.info("http response", status=result["status"], redirects=result["redirects"])

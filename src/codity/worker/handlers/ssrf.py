@@ -6,7 +6,14 @@ internal (a name with one public and one private address must not win half the t
 connection then goes to the address that was checked, never to a second resolution of the name
 (DNS rebinding), and every redirect is checked again by the caller.
 
-A host listed in HTTP_HANDLER_ALLOWLIST skips the address check (a deliberate internal target).
+Only ports 80 and 443 are allowed, plus HTTP_HANDLER_ALLOWED_PORTS: a public host's SMTP,
+Redis or admin port is not what an HTTP job is for.
+
+A host on the allowlist skips the address check (a deliberate internal target). The allowlist
+is per project (`projects.http_allowlist`) and bounded by the deployment's
+HTTP_HANDLER_ALLOWLIST: a project reaches an internal host only when both name it, so an
+organisation's admin (anyone can create an organisation) cannot open the metadata service to
+their jobs.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ BLOCKED_NETWORKS: tuple[tuple[IPv4Network | IPv6Network, str], ...] = tuple(
     (ip_network(net), reason)
     for net, reason in (
         ("169.254.169.254/32", "cloud metadata"),
+        ("168.63.129.16/32", "Azure platform (WireServer, metadata)"),
         ("0.0.0.0/8", "unspecified ('this network')"),
         ("127.0.0.0/8", "loopback"),
         ("10.0.0.0/8", "private"),
@@ -49,6 +57,7 @@ BLOCKED_NETWORKS: tuple[tuple[IPv4Network | IPv6Network, str], ...] = tuple(
         ("::1/128", "loopback"),
         ("::/96", "IPv4-compatible (deprecated)"),
         ("64:ff9b::/96", "NAT64"),
+        ("64:ff9b:1::/48", "NAT64 (local use)"),
         ("100::/64", "discard-only"),
         ("2001::/32", "Teredo"),
         ("2001:db8::/32", "documentation"),
@@ -112,10 +121,21 @@ class Destination:
         return True
 
 
+#: Ports an http_request may use unless the deployment allows more (HTTP_HANDLER_ALLOWED_PORTS).
+DEFAULT_PORTS = frozenset({80, 443})
+
+
 class SsrfGuard:
-    def __init__(self, allowlist: Iterable[str] = (), resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        allowlist: Iterable[str] = (),
+        resolver: Resolver | None = None,
+        *,
+        allowed_ports: Iterable[int] = (),
+    ) -> None:
         self._allowlist = frozenset(h.strip().lower().strip("[]") for h in allowlist if h.strip())
         self._resolve = resolver or system_resolver
+        self._ports = DEFAULT_PORTS | frozenset(allowed_ports)
 
     def is_allowlisted(self, host: str) -> bool:
         return host.lower() in self._allowlist
@@ -133,6 +153,11 @@ class SsrfGuard:
         if not host:
             raise DestinationRefusedError("the URL has no host")
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        if port not in self._ports:
+            raise DestinationRefusedError(
+                f"refused: port {port} is not allowed (80, 443 and HTTP_HANDLER_ALLOWED_PORTS: "
+                f"{', '.join(map(str, sorted(self._ports)))})"
+            )
         addresses = await self._addresses(host, port)
         if not self.is_allowlisted(host):
             for address in addresses:
@@ -140,8 +165,8 @@ class SsrfGuard:
                 if reason:
                     where = host if str(address) == host else f"{host} resolves to {address}, which"
                     raise DestinationRefusedError(
-                        f"refused: {where} is a {reason} address "
-                        "(add the host to HTTP_HANDLER_ALLOWLIST to allow it)"
+                        f"refused: {where} is a {reason} address (to allow it, the project's "
+                        "http_allowlist and HTTP_HANDLER_ALLOWLIST must both name the host)"
                     )
         return Destination(url=parsed, host=host, port=port, address=addresses[0])
 
@@ -165,3 +190,9 @@ class SsrfGuard:
         if not addresses:
             raise DestinationRefusedError(f"{host!r} did not resolve to any address")
         return addresses
+
+
+def shown(url: httpx.URL) -> str:
+    """A URL as errors and results keep it: no userinfo (credentials), no query string (tokens
+    travel there) and no fragment. Job errors and results are stored and shown to viewers."""
+    return str(httpx.URL(scheme=url.scheme, host=url.host, port=url.port, path=url.path))
