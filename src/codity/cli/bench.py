@@ -371,14 +371,21 @@ def _recovery_rows(server: str, runs: int) -> list[list[str]]:
     ]
 
 
-def _flow_rows(server: str, jobs: int, workers: int, capacity: int, runs: int) -> list[list[str]]:
+def _flow_rows(
+    server: str,
+    jobs: int,
+    workers: int,
+    capacity: int,
+    runs: int,
+    mechanisms: list[str] | None = None,
+) -> list[list[str]]:
     """Each flow-control mechanism on vs off, the throughput drain alternating (bench_flow).
     The cost is the median of the runs' on/off ratios: each ratio compares two drains run one
     after the other, so a noisy neighbour weighs on both of a pair."""
     from codity.cli import bench_flow as f
 
     rows = []
-    for mechanism in f.MECHANISMS:
+    for mechanism in mechanisms or f.MECHANISMS:
         pairs = []
         for i in range(runs):
             pairs.append(
@@ -742,11 +749,24 @@ def flow_command(
     workers: Annotated[int, typer.Option("--workers", min=1)] = 2,
     capacity: Annotated[int, typer.Option("--capacity", min=1)] = 100,
     runs: RunsOption = 5,
+    mechanism: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mechanism",
+            help="Only this one (repeatable): 'fair shares', 'key limit', 'rate limit'.",
+        ),
+    ] = None,
     dsn: DsnOption = None,
 ) -> None:
     """Flow control's cost: the drain with fair shares / a key limit / a rate limit on vs off."""
+    from codity.cli.bench_flow import MECHANISMS
+
+    unknown = [m for m in mechanism or [] if m not in MECHANISMS]
+    if unknown:
+        fail(f"unknown mechanism {unknown[0]!r}; one of: {', '.join(MECHANISMS)}")
     with _server(dsn) as server:
-        _show_table(FLOW_COLUMNS, _flow_rows(server, jobs, workers, capacity, runs))
+        rows = _flow_rows(server, jobs, workers, capacity, runs, mechanism)
+        _show_table(FLOW_COLUMNS, rows)
 
 
 @app.command("report")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -143,6 +143,13 @@ async def _run(conn: Conn, statement: str, worker_id: UUID, args: list[Any]) -> 
     )
 
 
+def _returning(conn: Conn) -> Callable[[], Awaitable[Conn]]:
+    async def get() -> Conn:
+        return conn
+
+    return get
+
+
 class Claimer:
     """One worker's claims: one statement per round for all its queues.
 
@@ -156,12 +163,12 @@ class Claimer:
     queue whose settings just changed, never a wrong claim.
     """
 
-    def __init__(self, worker_id: UUID, lease_ms: int) -> None:
+    def __init__(self, worker_id: UUID, lease_ms: int, *, flow_first: bool = False) -> None:
         if lease_ms <= 0:
             raise ValidationError(f"lease_ms must be positive, got {lease_ms}")
         self.worker_id = worker_id
         self.lease_ms = lease_ms
-        self._flow_first = False
+        self._flow_first = flow_first
         self._checked_at = -math.inf
 
     async def claim(
@@ -172,16 +179,21 @@ class Claimer:
         *,
         fair: bool = False,
         cursors: Cursors | None = None,
+        flow_conn: Callable[[], Awaitable[Conn]] | None = None,
     ) -> ClaimRound:
         """Claim up to `limit` jobs (size it to the free slots). `fair` shares the claim
         between the queues' projects by weight (pass it when they span several projects);
-        `cursors`: per queue, start after where the previous claim ended (ClaimCursor)."""
+        `cursors`: per queue, start after where the previous claim ended (ClaimCursor).
+        `flow_conn`: where claim_jobs_flow runs (default `conn`); the worker gives it a
+        connection that keeps the statement's plan (claim.sql says why that is safe)."""
         if limit <= 0 or not queue_ids:
             return ClaimRound([])
         ids = list(queue_ids)
         at = _cursor_arrays(ids, cursors)
+        # The flow connection is opened only when the flow statement runs.
+        flow_on = flow_conn if flow_conn is not None else _returning(conn)
         if fair or self._flow_first:
-            flow = await self._flow(conn, ids, limit, fair, at)
+            flow = await self._flow(await flow_on(), ids, limit, fair, at)
             self._flow_first = flow.flow_queues > 0
             return flow
         plain = await _run(
@@ -193,7 +205,7 @@ class Claimer:
         recently = time.monotonic() - self._checked_at < FLOW_RECHECK_S
         if plain.flow_queues == 0 and (plain.jobs or recently):
             return plain
-        flow = await self._flow(conn, ids, limit - len(plain.jobs), False, at)
+        flow = await self._flow(await flow_on(), ids, limit - len(plain.jobs), False, at)
         self._flow_first = flow.flow_queues > 0
         return ClaimRound(plain.jobs + flow.jobs, flow.retry_in_ms, flow.flow_queues)
 

@@ -23,6 +23,9 @@ class QueueInfo:
     retry_policy_id: UUID | None
     default_max_attempts: int
     default_timeout_ms: int | None
+    #: A key limit or a rate limit (claimed through claim_jobs_flow); False when the row read
+    #: did not include them.
+    flow_control: bool = False
 
     @classmethod
     def from_row(cls, row: Any) -> QueueInfo:
@@ -36,6 +39,7 @@ class QueueInfo:
             retry_policy_id=row["retry_policy_id"],
             default_max_attempts=row["default_max_attempts"],
             default_timeout_ms=row["default_timeout_ms"],
+            flow_control=bool(row.get("flow_control", False)),
         )
 
 

@@ -32,6 +32,12 @@ def _statement_cache_size(given: int | None) -> int:
     return get_settings().database_statement_cache_size
 
 
+def caches_statements() -> bool:
+    """Whether connections keep their prepared statements (DATABASE_STATEMENT_CACHE_SIZE > 0:
+    not behind PgBouncer in transaction mode)."""
+    return _statement_cache_size(None) > 0
+
+
 async def connect(
     url: str, *, application_name: str = "codity", statement_cache_size: int | None = None
 ) -> asyncpg.Connection[Any]:

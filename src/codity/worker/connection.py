@@ -5,6 +5,11 @@ own instead of borrowing one from the pool per statement: a borrowed asyncpg con
 reset when it goes back (one more round trip per statement), and their statements are prepared
 once per connection. A connection that died (database restart, backend ended) is replaced on
 the next use; the caller's loop service has already waited out the outage.
+
+`generic_plans`: the connection plans each prepared statement once and keeps the plan
+(plan_cache_mode = force_generic_plan) instead of planning it on every execution. Only for
+statements written to keep their index paths whatever the values (claim_jobs_flow, see
+claim.sql), and only when statements are cached at all.
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ import asyncio
 import contextlib
 from typing import Any
 
-from codity.db.pool import connect
+from codity.db.pool import caches_statements, connect
 
 
 class HeldConnection:
-    def __init__(self, database_url: str, *, application_name: str) -> None:
+    def __init__(
+        self, database_url: str, *, application_name: str, generic_plans: bool = False
+    ) -> None:
         self._url = database_url
         self._name = application_name
+        self._generic_plans = generic_plans
         self._conn: Any = None
         # Several components may share one (the writer's): one reconnect at a time, or two
         # would each open a connection and one would leak.
@@ -30,7 +38,10 @@ class HeldConnection:
             if self._conn is not None and self._conn.is_closed():
                 self._conn = None
             if self._conn is None:
-                self._conn = await connect(self._url, application_name=self._name)
+                conn = await connect(self._url, application_name=self._name)
+                if self._generic_plans and caches_statements():
+                    await conn.execute("SET plan_cache_mode = force_generic_plan")
+                self._conn = conn
             return self._conn
 
     def discard(self) -> None:

@@ -48,6 +48,8 @@ class Producer(LoopService):
         self,
         conn: HeldConnection,
         *,
+        flow_conn: HeldConnection | None = None,
+        flow_first: bool = False,
         worker_id: UUID,
         capacity: int,
         lease_ms: int,
@@ -63,6 +65,7 @@ class Producer(LoopService):
     ) -> None:
         super().__init__(conn, interval_ms=poll_interval_ms, wake=wake)
         self.held = conn
+        self._flow_held = flow_conn
         self._worker_id = worker_id
         self._capacity = capacity
         self._lease_ms = lease_ms
@@ -75,13 +78,15 @@ class Producer(LoopService):
         self._claim_lock = claim_lock
         self._cursors: dict[UUID, core.ClaimCursor] = {}
         self._fair = fair
-        self._claimer = core.Claimer(worker_id, lease_ms)
+        self._claimer = core.Claimer(worker_id, lease_ms, flow_first=flow_first)
         self._retry_timer: asyncio.TimerHandle | None = None
         self._next_rescan = 0.0
         self.claims = 0
 
     def on_error(self, exc: Exception) -> None:
         self.held.discard()  # it may be broken mid-operation: the next round reconnects
+        if self._flow_held is not None:
+            self._flow_held.discard()
 
     async def run_once(self) -> bool:
         if self._refresh_queues is not None and time.monotonic() >= self._next_refresh:
@@ -103,6 +108,7 @@ class Producer(LoopService):
                 free,
                 fair=self._fair(),
                 cursors=None if rescan else self._cursors,
+                flow_conn=self._flow_held.get if self._flow_held is not None else None,
             )
             self.claims += 1
             if claimed.jobs:

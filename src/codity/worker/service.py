@@ -54,6 +54,7 @@ class Worker:
         self._pool: Any = None
         self._queue_ids: list[UUID] = []
         self._fair = False  # share claims between projects: the queues span several of them
+        self._flow = False  # claims go through claim_jobs_flow (fair shares or flow control)
         self._queue_id_strings: frozenset[str] = frozenset()
         self._running = Running()
         self._threads = ThreadPoolExecutor(
@@ -123,6 +124,7 @@ class Worker:
         queues = await core.resolve_worker_queues(self._pool, names)
         self._queue_ids = [q.id for q in queues]
         self._fair = self.config.fair_shares and len({q.project_id for q in queues}) > 1
+        self._flow = self._fair or any(q.flow_control for q in queues)
         self._queue_id_strings = frozenset(str(q) for q in self._queue_ids)
 
     def _held(self) -> list[core.Fence]:
@@ -135,6 +137,13 @@ class Worker:
         cfg = self.config
         writer = HeldConnection(cfg.database_url, application_name="codity-worker")
         producer_conn = HeldConnection(cfg.database_url, application_name="codity-worker")
+        # claim_jobs_flow runs on a connection of its own that keeps its plan (opened only when
+        # the worker claims through it: flow control or fair shares).
+        flow_conn = HeldConnection(
+            cfg.database_url, application_name="codity-worker", generic_plans=True
+        )
+        if self._flow:
+            await retry("connect", flow_conn.get, stop=stop)  # up front, not in the first claim
         self._completer = completer = Completer(writer, write_lock=self._write_lock)
         slot_freed = asyncio.Event()
         self._executor = executor = Executor(
@@ -148,6 +157,8 @@ class Worker:
         )
         producer = Producer(
             producer_conn,
+            flow_conn=flow_conn,
+            flow_first=self._flow,
             worker_id=self.worker_id,
             capacity=cfg.capacity,
             lease_ms=cfg.lease_ms,
@@ -220,6 +231,7 @@ class Worker:
             await asyncio.gather(*bg_tasks, return_exceptions=True)
             await writer.release()
             await producer_conn.release()
+            await flow_conn.release()
         if crashed:
             raise RuntimeError(f"worker component {crashed[0].get_name()} crashed")
 

@@ -138,15 +138,23 @@ RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.e
 --   waiting (a key another claimer holds is passed over), its room read with a fresh
 --   snapshot after the lock, full keys passed over;
 --   the plain branch gets LIMIT 0 for it, and the keyed branch is skipped for every other queue;
--- * debit: the starts actually claimed are added to the rate windows (one upsert per window,
---   under the queue's lock or the key's);
+-- * the starts actually claimed are added to their rate windows (codity_rate_debit, one upsert
+--   per window, under the queue's lock or the key's) by the report row, after the UPDATE;
 -- * one more row with id NULL when a queue has flow control (flow_queues = how many) or is
 --   short of starts (retry_in_ms = when its next start frees up: the producer wakes then
 --   instead of at its poll interval).
 -- Rate-limited jobs are stamped claimed_at = their admission time (clock_timestamp() after the
 -- lock), the instant their window counts them at.
--- The plain branch scans with the claimer's cursors like claim_jobs; the keyed branch always
--- from the front of the queue (its rounds pass over full keys, not claimed entries).
+-- Claim cursors work as in claim_jobs (the plain branch's three index ranges), and the keyed
+-- branch and the fair shares' counts start at the cursor too: a claim does not step over the
+-- index entries of the jobs it claimed before (the producer drops its cursors once a second,
+-- which also finds jobs passed over because their key was full).
+-- GENERIC PLANS: the worker runs this statement on a connection that plans it once and keeps
+-- the plan (plan_cache_mode = force_generic_plan, worker.connection): planning a statement this
+-- size on every claim cost more than the flow steps themselves. So every step keeps its index
+-- path whatever the values: the candidate scans are ORDER BY ... LIMIT on idx_jobs_claim, and
+-- the UPDATE finds its rows by primary key (`j.id = ANY(ARRAY(...))`) instead of joining an
+-- estimated 10% of the table.
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 fair shares between projects boolean, $6-$8 the cursors as claim_jobs's $5-$7.
 WITH cursors AS (
@@ -210,7 +218,10 @@ shares AS (
   SELECT f.id, f.n
   FROM codity_fair_shares((SELECT array_agg(q.id ORDER BY q.pos) FROM quota q),
                           (SELECT array_agg(GREATEST(q.n, 0) ORDER BY q.pos) FROM quota q),
-                          $4::integer) f
+                          $4::integer,
+                          (SELECT array_agg(q.cp ORDER BY q.pos) FROM quota q),
+                          (SELECT array_agg(q.cr ORDER BY q.pos) FROM quota q),
+                          (SELECT array_agg(q.ci ORDER BY q.pos) FROM quota q)) f
   WHERE $5::boolean
 ),
 candidates AS (
@@ -254,7 +265,7 @@ candidates AS (
     -- FLOW: per-key limits; skipped (one-time filter) for every other queue.
     SELECT k.id, k.at
     FROM codity_keyed_candidates(q.id, q.take, q.key_concurrency_limit, q.rate_limit_count,
-                                 q.rate_limit_period_ms, q.per_key) k
+                                 q.rate_limit_period_ms, q.per_key, q.cp, q.cr, q.ci) k
     WHERE q.keyed
   ) c
   LIMIT $4::integer
@@ -270,35 +281,26 @@ claimed AS (
       execution_seq = j.execution_seq + 1,
       updated_at = now()
   FROM candidates sel
-  WHERE j.id = sel.id
+  WHERE j.id = sel.id AND j.id = ANY(ARRAY(SELECT c.id FROM candidates c))
   RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
             j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent,
             j.concurrency_key, j.claimed_at
-),
-debit AS (
-  -- FLOW: the starts claimed go into their rate windows (the queue's lock, or each key's, is
-  -- still held).
-  INSERT INTO queue_rate_windows AS w (queue_id, key, slot, counts)
-  SELECT s.id, b.key, codity_rate_slot(t.at, s.rate_limit_period_ms),
-         codity_rate_add(NULL, NULL, codity_rate_slot(t.at, s.rate_limit_period_ms), b.n)
-  FROM settings s
-  CROSS JOIN LATERAL (
-    SELECT array_agg(c.concurrency_key) AS keys, min(c.claimed_at) AS at
-    FROM claimed c WHERE c.queue_id = s.id
-  ) t
-  CROSS JOIN LATERAL codity_rate_buckets(t.keys, s.rate_limit_per_key) b
-  WHERE s.rate_limit_count IS NOT NULL
-  ON CONFLICT (queue_id, key) DO UPDATE
-  SET slot = GREATEST(w.slot, excluded.slot),
-      counts = codity_rate_add(w.slot, w.counts, excluded.slot, excluded.counts[1])
 )
 SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
        c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
-       NULL::double precision AS retry_in_ms, NULL::bigint AS flow_queues
+       NULL::double precision AS retry_in_ms, NULL::bigint AS flow_queues,
+       NULL::integer AS recorded_starts
 FROM claimed c
 UNION ALL
+-- The report row. Reading `claimed` here runs after the UPDATE, so the debit sees every start.
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT min(r.next_in_ms) FROM rated r WHERE r.free < $4::integer), f.n
-FROM (SELECT count(*) AS n FROM settings) f
+       (SELECT min(r.next_in_ms) FROM rated r WHERE r.free < $4::integer), f.n,
+       CASE WHEN f.rated > 0
+            THEN (SELECT codity_rate_debit(array_agg(c.queue_id), array_agg(c.concurrency_key),
+                                           array_agg(c.claimed_at))
+                  FROM claimed c)
+       END
+FROM (SELECT count(*) AS n, count(*) FILTER (WHERE s.rate_limit_count IS NOT NULL) AS rated
+      FROM settings s) f
 WHERE f.n > 0;
 

@@ -23,9 +23,12 @@ WHERE id = $1::uuid
 RETURNING id;
 
 -- name: queues_by_name
+-- flow_control: the queue has a key limit or a rate limit (the worker opens the connection
+-- claim_jobs_flow runs on up front; the claim itself reads the settings again).
 -- Parameters: $1 names text[] (NULL = every queue).
 SELECT id, project_id, name, priority, concurrency_limit, is_paused, retry_policy_id,
-       default_max_attempts, default_timeout_ms
+       default_max_attempts, default_timeout_ms,
+       (key_concurrency_limit IS NOT NULL OR rate_limit_count IS NOT NULL) AS flow_control
 FROM queues
 WHERE $1::text[] IS NULL OR name = ANY($1::text[])
 ORDER BY priority DESC, name, id;
