@@ -1,7 +1,7 @@
 """flow control: the rate-limit debit as one function; claim cursors in the keyed and fair steps
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-02 21:40:00
 
 claim_jobs_flow recorded its starts with a data-modifying CTE (an upsert joined with
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0012"
-down_revision: str | None = "0011"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
