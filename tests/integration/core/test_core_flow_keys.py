@@ -157,7 +157,7 @@ async def test_break_it_without_the_key_locks_the_limit_is_exceeded(
         race_pool,
         "codity_keyed_candidates",
         lambda d: d.replace(
-            "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || k))", "true"
+            "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || u.k))", "true"
         ),
     )
     most = await _key_race(race_pool, _core_claim, rounds=10)
