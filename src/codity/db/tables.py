@@ -445,12 +445,9 @@ jobs = Table(
         nullable=True,
     ),
     Column("pending_dependencies", Integer, nullable=False, server_default=text("0")),
-    Column(
-        "worker_id",
-        UUID(as_uuid=True),
-        ForeignKey("workers.id", ondelete="SET NULL"),
-        nullable=True,
-    ),
+    # No foreign key (migration 0015): the claim checks its worker once per statement
+    # (codity_require_worker) and a trigger forgets a deleted worker (what SET NULL did).
+    Column("worker_id", UUID(as_uuid=True), nullable=True),
     Column("claimed_at", DateTime(timezone=True), nullable=True),
     Column("started_at", DateTime(timezone=True), nullable=True),
     Column("lock_expires_at", DateTime(timezone=True), nullable=True),
@@ -467,7 +464,6 @@ jobs = Table(
     # W3C traceparent of the enqueuing code when it was traced (codity[otel]); the worker's span
     # for each attempt links to it.
     Column("trace_parent", Text, nullable=True),
-    UniqueConstraint("queue_id", "idempotency_key"),
     CheckConstraint(f"octet_length(payload::text) <= {MAX_PAYLOAD_BYTES}", name="payload_size"),
     CheckConstraint("max_attempts BETWEEN 1 AND 100", name="max_attempts_range"),
     CheckConstraint("attempt >= 0 AND attempt <= max_attempts", name="attempt_range"),
@@ -501,6 +497,15 @@ jobs = Table(
         postgresql_where=text("status IN ('claimed', 'running')"),
     ),
     Index("idx_jobs_queue_status_id", "queue_id", "status", text("id DESC")),
+    # Idempotent enqueue (ON CONFLICT). Partial: jobs without a key never enter it, so neither
+    # their insert nor any later update writes it.
+    Index(
+        "uq_jobs_queue_id_idempotency_key",
+        "queue_id",
+        "idempotency_key",
+        unique=True,
+        postgresql_where=text("idempotency_key IS NOT NULL"),
+    ),
     Index("idx_jobs_batch", "batch_id", postgresql_where=text("batch_id IS NOT NULL")),
     Index("idx_jobs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
     # The dashboard's payload search (`payload @> {...}`): jsonb_path_ops keeps one hash per
@@ -549,19 +554,16 @@ job_executions = Table(
     "job_executions",
     metadata,
     Column("id", BigInteger, Identity(always=False), primary_key=True),
-    Column("job_id", BigInteger, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    # No foreign keys (migration 0015): every execution row is made from the job row its own
+    # statement just updated, so a per-row check could never fail; a statement-level trigger on
+    # jobs deletes a deleted job's executions (what CASCADE did; a deleted queue deletes its
+    # jobs), one on workers forgets a deleted worker (what SET NULL did).
+    Column("job_id", BigInteger, nullable=False),
     # Denormalised from jobs so per-queue throughput needs no join over history.
-    Column(
-        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
-    ),
+    Column("queue_id", UUID(as_uuid=True), nullable=False),
     Column("execution_seq", Integer, nullable=False),
     Column("attempt", Integer, nullable=False),
-    Column(
-        "worker_id",
-        UUID(as_uuid=True),
-        ForeignKey("workers.id", ondelete="SET NULL"),
-        nullable=True,
-    ),
+    Column("worker_id", UUID(as_uuid=True), nullable=True),
     Column("status", execution_status, nullable=False),
     Column("claimed_at", DateTime(timezone=True), nullable=True),
     Column("started_at", DateTime(timezone=True), nullable=True),

@@ -39,7 +39,12 @@
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 cursor priorities integer[], $6 cursor run_at timestamptz[], $7 cursor ids bigint[]
 -- (aligned with $3; NULL arrays or NULL elements: no cursor, scan the queue from the front).
-WITH cursors AS (
+WITH claimer AS (
+  -- The claimer is a registered worker: checked once per claim, with the row lock a foreign
+  -- key would take for every claimed row (migration 0015).
+  SELECT codity_require_worker($1::uuid) AS ok
+),
+cursors AS (
   SELECT c.id, c.p, c.r, c.i
   FROM unnest($3::uuid[], $5::integer[], $6::timestamptz[], $7::bigint[]) AS c(id, p, r, i)
 ),
@@ -48,7 +53,7 @@ served AS (
            FILTER (WHERE q.key_concurrency_limit IS NULL AND q.rate_limit_count IS NULL) AS ids,
          count(*) FILTER (WHERE q.key_concurrency_limit IS NOT NULL
                              OR q.rate_limit_count IS NOT NULL) AS flow_queues
-  FROM queues q WHERE q.id = ANY($3::uuid[]) AND NOT q.is_paused
+  FROM claimer w, queues q WHERE w.ok AND q.id = ANY($3::uuid[]) AND NOT q.is_paused
 ),
 queue_order AS (
   SELECT o.id, o.pos,
@@ -157,7 +162,10 @@ RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.e
 -- estimated 10% of the table.
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 fair shares between projects boolean, $6-$8 the cursors as claim_jobs's $5-$7.
-WITH cursors AS (
+WITH claimer AS (
+  SELECT codity_require_worker($1::uuid) AS ok  -- as in claim_jobs
+),
+cursors AS (
   SELECT c.id, c.p, c.r, c.i
   FROM unnest($3::uuid[], $6::integer[], $7::timestamptz[], $8::bigint[]) AS c(id, p, r, i)
 ),
@@ -165,7 +173,8 @@ queue_order AS (
   SELECT o.id, o.pos,
          COALESCE(c.p, 32768) AS cp, COALESCE(c.r, '-infinity') AS cr, COALESCE(c.i, 0) AS ci
   FROM (SELECT array_agg(q.id ORDER BY q.priority DESC, q.id) AS ids
-        FROM queues q WHERE q.id = ANY($3::uuid[]) AND NOT q.is_paused) s
+        FROM claimer w, queues q
+        WHERE w.ok AND q.id = ANY($3::uuid[]) AND NOT q.is_paused) s
   CROSS JOIN LATERAL unnest(s.ids) WITH ORDINALITY AS o(id, pos)
   LEFT JOIN cursors c ON c.id = o.id AND c.p IS NOT NULL
 ),

@@ -111,7 +111,7 @@ ins AS (
          schedule_id, pending, trace_parent, concurrency_key, unique_key
   FROM input
   ORDER BY ord
-  ON CONFLICT (queue_id, idempotency_key) DO NOTHING
+  ON CONFLICT (queue_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
   RETURNING id, status
 ),
 made AS (
