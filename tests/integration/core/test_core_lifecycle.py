@@ -6,11 +6,13 @@ import uuid
 from typing import Any
 
 import asyncpg
+import pytest
 from tests.factories import make_queue, project_of
 from tests.integration.core.helpers import executions, job_row, new_worker
 
 from codity.core import (
     ClaimCursor,
+    Claimer,
     Completion,
     Failure,
     NewJob,
@@ -51,6 +53,20 @@ async def test_claim_sets_lease_and_identity(
     lease = await db.fetchval("SELECT extract(epoch FROM lock_expires_at - now()) FROM jobs")
     assert 25 < lease <= 30
     assert await claim(db, worker_id, [queue_id], 10, LEASE_MS) == []
+
+
+@pytest.mark.parametrize("flow", [False, True], ids=["claim_jobs", "claim_jobs_flow"])
+async def test_a_claim_by_an_unregistered_worker_is_refused_and_claims_nothing(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, flow: bool
+) -> None:
+    """The worker id is checked once per claim statement (it has no foreign key: migration
+    0015); without the check the job would be leased to nobody the fleet knows."""
+    job = await enqueue(db, queue_id, NewJob("h"))
+    claimer = Claimer(uuid.uuid4(), LEASE_MS, flow_first=flow)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        await claimer.claim(db, [queue_id], 10)
+    row = await job_row(db, job.id)
+    assert (row["status"], row["worker_id"], row["attempt"]) == ("queued", None, 0)
 
 
 async def test_claim_order_priority_then_age(
