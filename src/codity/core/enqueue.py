@@ -28,6 +28,8 @@ from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
+import asyncpg
+
 from codity.core.drivers import (
     RECEIVE,
     Plan,
@@ -578,6 +580,11 @@ async def _enqueue_rows(
 ) -> list[EnqueuedJob]:
     if not jobs:
         return []
+    if isinstance(conn, asyncpg.Pool):
+        # One connection for the whole plan: a pooled statement each would pay the pool's
+        # acquire and its reset round trip per statement (two of each for a single job).
+        async with conn.acquire() as held:
+            return await _enqueue_rows(held, queue_id, jobs, schedule_ids, progress)
     driver = await async_driver(conn)
     plan = _plan(queue_id, jobs, schedule_ids, progress)
     return await run_async(driver, plan, atomic=_atomic(jobs))
