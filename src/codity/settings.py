@@ -174,6 +174,17 @@ class Settings(BaseSettings):
         )
 
     @model_validator(mode="after")
+    def _lease(self) -> Settings:
+        # A heartbeat slower than the lease lets every lease expire between two beats: the
+        # reaper would hand running jobs out again and the lease guard would stop them.
+        if self.worker_heartbeat_ms >= self.worker_lease_ms:
+            raise ValueError(
+                f"WORKER_HEARTBEAT_MS ({self.worker_heartbeat_ms}) must be shorter than "
+                f"WORKER_LEASE_MS ({self.worker_lease_ms}); a third of it or less is usual"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _ports(self) -> Settings:
         self.allowed_ports  # noqa: B018 - refuse bad HTTP_HANDLER_ALLOWED_PORTS at startup
         return self

@@ -35,6 +35,11 @@ class HeartbeatResult:
     lost: list[int] = field(default_factory=list)
     #: Jobs leased under this worker's id that it did not hold: given back to the queue.
     released: list[int] = field(default_factory=list)
+    #: The held attempts (fences) behind `lost` and `cancel_requested`: a worker may hold two
+    #: attempts of one job (a stale one whose lease was reaped, and the job claimed again), and
+    #: only the fence says which attempt to stop.
+    lost_fences: list[Fence] = field(default_factory=list)
+    cancel_fences: list[Fence] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -88,12 +93,18 @@ async def heartbeat(
         [f.execution_seq for f in mine],
         max(lingering_threads, 0),
     )
-    extended = set(row["extended"])
+    extended = set(zip(row["extended"], row["extended_seqs"], strict=True))
+    lost = [f for f in mine if (f.job_id, f.execution_seq) not in extended]
+    cancel = set(row["cancel_requested"])
     return HeartbeatResult(
         extended=len(extended),
         cancel_requested=list(row["cancel_requested"]),
-        lost=sorted({f.job_id for f in mine} - extended),
+        lost=sorted({f.job_id for f in lost}),
         released=list(row["released"]),
+        lost_fences=lost,
+        cancel_fences=[
+            f for f in mine if f.job_id in cancel and (f.job_id, f.execution_seq) in extended
+        ],
     )
 
 

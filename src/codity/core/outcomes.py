@@ -49,10 +49,12 @@ class Failure:
 
 
 def _dedupe(items: Sequence[Any]) -> list[Any]:
-    # One outcome per job per call: a job listed twice would otherwise write two executions.
-    seen: dict[int, Any] = {}
+    # One outcome per attempt per call: an attempt listed twice would write two executions.
+    # By fence, not job id: a stale attempt's outcome (it matches no row) must not push out the
+    # outcome of the job's current attempt in the same batch.
+    seen: dict[Fence, Any] = {}
     for item in items:
-        seen.setdefault(item.fence.job_id, item)
+        seen.setdefault(item.fence, item)
     return list(seen.values())
 
 
@@ -111,12 +113,16 @@ async def fail(
     if not items:
         return BatchResult([], [])
     ids, workers, seqs = fence_arrays([f.fence for f in items])
-    by_id = {f.fence.job_id: f for f in items}
+    by_attempt = {(f.fence.job_id, f.fence.execution_seq): f for f in items}
     async with transaction(conn) as tx:
         locked = await tx.fetch(sql("lock_failing_jobs"), ids, workers, seqs)
         if not locked:
             return BatchResult.split(ids, [])
-        decided = [(r, by_id[r["id"]], *_decide(r, by_id[r["id"]], rng)) for r in locked]
+        decided = [
+            (r, f, *_decide(r, f, rng))
+            for r in locked
+            for f in (by_attempt[(r["id"], r["execution_seq"])],)
+        ]
         moved = await tx.fetch(
             sql("apply_failures"),
             [r["id"] for r, *_ in decided],

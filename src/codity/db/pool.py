@@ -39,13 +39,20 @@ def caches_statements() -> bool:
 
 
 async def connect(
-    url: str, *, application_name: str = "codity", statement_cache_size: int | None = None
+    url: str,
+    *,
+    application_name: str = "codity",
+    statement_cache_size: int | None = None,
+    command_timeout_s: float | None = None,
 ) -> asyncpg.Connection[Any]:
-    """One connection; raises `DatabaseUnavailableError` with a readable message on failure."""
+    """One connection; raises `DatabaseUnavailableError` with a readable message on failure.
+    `command_timeout_s`: a statement whose reply has not arrived by then raises TimeoutError
+    (client side: it also ends a wait on a connection that went silent)."""
     try:
         conn: asyncpg.Connection[Any] = await asyncpg.connect(
             plain_dsn(url),
             timeout=CONNECT_TIMEOUT_S,
+            command_timeout=command_timeout_s,
             server_settings={"application_name": application_name},
             statement_cache_size=_statement_cache_size(statement_cache_size),
         )

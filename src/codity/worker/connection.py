@@ -10,6 +10,12 @@ the next use; the caller's loop service has already waited out the outage.
 (plan_cache_mode = force_generic_plan) instead of planning it on every execution. Only for
 statements written to keep their index paths whatever the values (claim_jobs_flow, see
 claim.sql), and only when statements are cached at all.
+
+`command_timeout_s`: a statement whose reply does not come in time raises TimeoutError (an
+outage to the loop service: the connection is discarded and the loop backs off). Without it a
+connection that went silent (a partition, a dropped reply) would hang its statement until the
+kernel gives up on the socket, many minutes later, and with a claim hung that way the heartbeat
+(which waits for the claim lock) would stop too.
 """
 
 from __future__ import annotations
@@ -23,11 +29,17 @@ from codity.db.pool import caches_statements, connect
 
 class HeldConnection:
     def __init__(
-        self, database_url: str, *, application_name: str, generic_plans: bool = False
+        self,
+        database_url: str,
+        *,
+        application_name: str,
+        generic_plans: bool = False,
+        command_timeout_s: float | None = None,
     ) -> None:
         self._url = database_url
         self._name = application_name
         self._generic_plans = generic_plans
+        self._command_timeout_s = command_timeout_s
         self._conn: Any = None
         # Several components may share one (the writer's): one reconnect at a time, or two
         # would each open a connection and one would leak.
@@ -38,7 +50,11 @@ class HeldConnection:
             if self._conn is not None and self._conn.is_closed():
                 self._conn = None
             if self._conn is None:
-                conn = await connect(self._url, application_name=self._name)
+                conn = await connect(
+                    self._url,
+                    application_name=self._name,
+                    command_timeout_s=self._command_timeout_s,
+                )
                 if self._generic_plans and caches_statements():
                     await conn.execute("SET plan_cache_mode = force_generic_plan")
                 self._conn = conn

@@ -42,6 +42,9 @@ async def drain(
     if tasks:
         await asyncio.wait(tasks, timeout=grace_ms / 1000)
     leftover = list(running.jobs.values())
+    # In hand until released: a cancelled attempt leaves `running.jobs` at once, and a
+    # heartbeat between that and the release would give it back as a stray ("lost").
+    running.releasing = [rj.job.fence for rj in leftover]
     for rj in leftover:
         rj.ctx.cancelled.set()
         if rj.task is not None:
@@ -52,6 +55,7 @@ async def drain(
         result = await retry(
             "release", lambda: core.release(pool, fences), deadline_s=RELEASE_DEADLINE_S
         )
+        running.releasing = []
         log.info(
             "released unfinished jobs (attempts not charged)",
             job_ids=[rj.job.id for rj in leftover],

@@ -207,19 +207,30 @@ class Executor:
         # logger, measurable at thousands of jobs a second.
         self._log_each_job = bool(log.bind().is_enabled_for(logging.DEBUG))
 
-    def start(self, claimed: list[core.ClaimedJob]) -> None:
-        """One task per job; each is in hand (`running`) before this returns."""
+    def start(self, claimed: list[core.ClaimedJob], *, lease_deadline: float) -> None:
+        """One task per job; each is in hand (`running`) before this returns.
+        `lease_deadline`: time.monotonic() by which their new leases surely still hold (see
+        RunningJob.lease_deadline)."""
         loop = asyncio.get_running_loop()
         started_at = datetime.now(UTC)
         now = time.monotonic()
         for job in claimed:
+            if job.execution_seq > 1:
+                # Claimed again while an earlier attempt still runs here (its lease was reaped
+                # during an outage): that attempt's lease is certainly gone, so it stops now,
+                # before the new one starts, not at the next heartbeat. A first attempt
+                # (execution_seq 1, nearly every claim) cannot have one.
+                for stale in self._running.of_job(job.id):
+                    if stale.job.execution_seq < job.execution_seq:
+                        self.lose(stale.job.fence)
             rj = RunningJob(
                 job=job,
                 ctx=self._context(job, loop, now),
                 started_monotonic=now,
                 started_at=started_at,
+                lease_deadline=lease_deadline,
             )
-            self._running.jobs[job.id] = rj
+            self._running.jobs[job.fence] = rj
             rj.task = loop.create_task(self._execute(rj))
 
     def _context(
@@ -263,7 +274,7 @@ class Executor:
         except asyncio.CancelledError:
             return  # drained (released by the drain) or lease lost: no outcome
         finally:
-            self._running.jobs.pop(rj.job.id, None)
+            self._running.jobs.pop(rj.job.fence, None)
             if rj.thread is not None and not rj.thread.done():
                 self._linger(rj)
             self._slot_freed()
@@ -301,25 +312,27 @@ class Executor:
 
         thread.add_done_callback(lambda f: loop.call_soon_threadsafe(gone, f))
 
-    def cancel(self, job_id: int) -> None:
+    def cancel(self, fence: core.Fence) -> None:
         """An operator asked to cancel this job: the attempt ends as `cancelled`."""
-        rj = self._running.get(job_id)
+        rj = self._running.get(fence)
         if rj is None or rj.cancel_requested:
             return
-        log.info("cancel requested; cancelling handler", job_id=job_id)
+        log.info("cancel requested; cancelling handler", job_id=fence.job_id)
         rj.cancel_requested = True
         rj.ctx.cancelled.set()
         if rj.task is not None:
             rj.task.cancel()
 
-    def lose(self, job_id: int) -> None:
-        """The job's lease is gone: cancel the handler (async) or discard its outcome (sync).
-        Nothing of this attempt is recorded: someone else may hold the job now."""
-        rj = self._running.get(job_id)
+    def lose(self, fence: core.Fence) -> None:
+        """The attempt's lease is gone: cancel the handler (async) or discard its outcome
+        (sync). Nothing of this attempt is recorded: someone else may hold the job now."""
+        rj = self._running.get(fence)
         if rj is None or rj.lease_lost:
             return
         log.warning(
-            "lease lost; handler cancelled, its outcome will not be recorded", job_id=job_id
+            "lease lost; handler cancelled, its outcome will not be recorded",
+            job_id=fence.job_id,
+            execution_seq=fence.execution_seq,
         )
         rj.lease_lost = True
         rj.ctx.cancelled.set()

@@ -14,6 +14,7 @@ a time to this worker's leased rows). It also flushes handler log lines of long-
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from uuid import UUID
 
@@ -63,6 +64,7 @@ class Heartbeat(LoopService):
     async def run_once(self) -> bool:
         conn = await self.held_conn.get()
         async with self._claim_lock, self._write_lock:
+            sent_at = time.monotonic()  # the extended leases run from later (the server's now)
             result = await core.heartbeat(
                 conn,
                 self._worker_id,
@@ -71,9 +73,15 @@ class Heartbeat(LoopService):
                 len(self._running),
                 lingering_threads=self._lingering(),
             )
+            # Every attempt running now was held when the beat was sent (no claim runs beside
+            # it): those not reported lost have a lease that holds until sent_at + lease.
+            lost = set(result.lost_fences)
+            for fence, rj in self._running.jobs.items():
+                if fence not in lost:
+                    rj.lease_deadline = max(rj.lease_deadline, sent_at + self._lease_ms / 1000)
             await self._flush_running_logs(conn)  # the writer's connection is shared
-        for job_id in result.lost:
-            self._executor.lose(job_id)  # a finished one is dropped by the completer instead
+        for fence in result.lost_fences:
+            self._executor.lose(fence)  # a finished one is dropped by the completer instead
         if result.released:
             self.given_back += len(result.released)
             log.warning(
@@ -81,8 +89,8 @@ class Heartbeat(LoopService):
                 "(a claim whose reply was lost); attempts refunded",
                 job_ids=result.released,
             )
-        for job_id in result.cancel_requested:
-            self._executor.cancel(job_id)
+        for fence in result.cancel_fences:
+            self._executor.cancel(fence)
         return False
 
     async def _flush_running_logs(self, conn: object) -> None:

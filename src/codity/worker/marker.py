@@ -61,6 +61,8 @@ class Marker(LoopService):
             )
         for rj in due:
             rj.marked_running = True
-        for job_id in result.lease_lost:
-            self._executor.lose(job_id)  # someone else holds the job now
+        lost = set(result.lease_lost)
+        for rj in due:
+            if rj.job.id in lost:
+                self._executor.lose(rj.job.fence)  # someone else holds the job now
         return False

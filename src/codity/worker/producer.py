@@ -97,7 +97,7 @@ class Producer(LoopService):
         if free <= 0 or not queue_ids:
             return False
         conn = await self.held.get()
-        now = time.monotonic()
+        now = time.monotonic()  # before the claim is sent: its leases run from later
         rescan = now >= self._next_rescan
         if rescan:
             self._next_rescan = now + CURSOR_RESCAN_S
@@ -112,7 +112,8 @@ class Producer(LoopService):
             )
             self.claims += 1
             if claimed.jobs:
-                self._executor.start(claimed.jobs)  # in hand before the lock is released
+                # in hand before the lock is released
+                self._executor.start(claimed.jobs, lease_deadline=now + self._lease_ms / 1000)
         for job in claimed.jobs:  # in claim order: the last of each queue is where it ended
             cursor = core.ClaimCursor.after(job)
             if cursor is not None:

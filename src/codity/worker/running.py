@@ -32,22 +32,38 @@ class RunningJob:
     marked_running: bool = False
     #: A sync handler's thread (None for async handlers).
     thread: Future[Any] | None = None
+    #: time.monotonic() by which the lease surely still holds: when the claim or the last
+    #: heartbeat that extended it was *sent*, plus the lease (the database counts its lease
+    #: from later, its own now()). Past it, the reaper may hand the job to someone else
+    #: (worker.lease_guard stops the attempt first).
+    lease_deadline: float = float("inf")
 
     def watch_thread(self, thread: Future[Any]) -> None:
         self.thread = thread
 
 
 class Running:
-    """Running jobs by id, plus what the producer needs to size its claims."""
+    """Running attempts by fence, plus what the producer needs to size its claims.
+
+    By fence, not by job id: after an outage longer than the lease, the reaper may have given
+    a job this worker still runs back to the queue, and this same worker may claim it again.
+    Both attempts are then running here until the heartbeat finds the first one's lease gone
+    and stops it; each must be counted (capacity) and stopped on its own."""
 
     def __init__(self) -> None:
-        self.jobs: dict[int, RunningJob] = {}
+        self.jobs: dict[core.Fence, RunningJob] = {}
+        #: Attempts the drain stopped and is giving back: still in hand until released, so a
+        #: heartbeat meanwhile neither gives them back as strays nor lets their leases lapse.
+        self.releasing: list[core.Fence] = []
 
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def get(self, job_id: int) -> RunningJob | None:
-        return self.jobs.get(job_id)
+    def get(self, fence: core.Fence) -> RunningJob | None:
+        return self.jobs.get(fence)
+
+    def of_job(self, job_id: int) -> list[RunningJob]:
+        return [rj for rj in self.jobs.values() if rj.job.id == job_id]
 
     def fences(self) -> list[core.Fence]:
-        return [rj.job.fence for rj in self.jobs.values()]
+        return [*self.jobs, *self.releasing]

@@ -6,6 +6,8 @@
                gives back jobs leased to this worker that it does not hold, and reports lost
                leases (handler cancelled, outcome never recorded) and cancel requests.
     marker:    jobs still running after 0.1 s are shown `running`.
+    lease guard: an attempt whose lease could not be renewed in time (the database away longer
+               than the lease) is stopped before the reaper can hand the job to someone else.
     drain:     on stop, finish within the grace period, release the rest (refunded).
 
 Every loop is a `codity.core.loop_service.LoopService`; every state change goes through
@@ -32,6 +34,7 @@ from codity.worker.connection import HeldConnection
 from codity.worker.drain import drain
 from codity.worker.executor import Executor
 from codity.worker.heartbeat import Heartbeat
+from codity.worker.lease_guard import LeaseGuard
 from codity.worker.marker import Marker
 from codity.worker.notifier import Notifier
 from codity.worker.producer import Producer
@@ -43,6 +46,8 @@ log = structlog.get_logger("codity.worker")
 #: Pool size: registration, the drain, and handlers that read the database (the producer and
 #: the writer hold connections of their own, see worker.connection).
 POOL_MAX_SIZE = 4
+#: The shortest time a worker statement may wait for its reply before it is given up.
+COMMAND_TIMEOUT_FLOOR_S = 10.0
 
 
 class Worker:
@@ -135,12 +140,22 @@ class Worker:
     async def _serve(self, stop: asyncio.Event) -> None:
         assert self.worker_id is not None, "the worker registers before it serves"
         cfg = self.config
-        writer = HeldConnection(cfg.database_url, application_name="codity-worker")
-        producer_conn = HeldConnection(cfg.database_url, application_name="codity-worker")
+        # A statement that hangs longer than this is given up (see worker.connection): never
+        # shorter than a lease, so a busy server is not mistaken for a silent one.
+        timeout_s = max(COMMAND_TIMEOUT_FLOOR_S, cfg.lease_ms / 1000)
+        writer = HeldConnection(
+            cfg.database_url, application_name="codity-worker", command_timeout_s=timeout_s
+        )
+        producer_conn = HeldConnection(
+            cfg.database_url, application_name="codity-worker", command_timeout_s=timeout_s
+        )
         # claim_jobs_flow runs on a connection of its own that keeps its plan (opened only when
         # the worker claims through it: flow control or fair shares).
         flow_conn = HeldConnection(
-            cfg.database_url, application_name="codity-worker", generic_plans=True
+            cfg.database_url,
+            application_name="codity-worker",
+            generic_plans=True,
+            command_timeout_s=timeout_s,
         )
         if self._flow:
             await retry("connect", flow_conn.get, stop=stop)  # up front, not in the first claim
@@ -188,6 +203,7 @@ class Worker:
                 write_lock=self._write_lock,
             ),
             Marker(writer, running=self._running, executor=executor, write_lock=self._write_lock),
+            LeaseGuard(running=self._running, executor=executor, lease_ms=cfg.lease_ms),
             Notifier(
                 cfg.listen_database_url,  # DATABASE_DIRECT_URL: LISTEN needs a session
                 queue_ids=lambda: self._queue_id_strings,

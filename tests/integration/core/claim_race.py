@@ -75,7 +75,9 @@ async def race(
 ) -> RaceReport:
     seen: Counter[int] = Counter()
     per_worker: Counter[uuid.UUID] = Counter()
-    start = asyncio.Event()
+    # Every loop holds its connection before any claims: they start together (a sleep
+    # before the start would not wait for a slow pool on a loaded machine).
+    start = asyncio.Barrier(len(worker_ids))
 
     async def loop(worker_id: uuid.UUID) -> None:
         async with pool.acquire() as conn:
@@ -87,10 +89,7 @@ async def race(
                 seen.update(got)
                 per_worker[worker_id] += len(got)
 
-    tasks = [asyncio.create_task(loop(w)) for w in worker_ids]
-    await asyncio.sleep(0.05)  # every loop is parked on the event: they start together
-    start.set()
-    await asyncio.gather(*tasks)
+    await asyncio.gather(*(loop(w) for w in worker_ids))
     db = await pool.fetchrow(
         """SELECT count(*) FILTER (WHERE attempt <> 1) AS twice,
                   count(DISTINCT worker_id) AS claimers,

@@ -20,8 +20,11 @@ RETURNING j.id;
 -- execution_seq: running handlers and finished outcomes not yet recorded); the statement
 -- 1. extends exactly those leases (a lease held under this worker's id is NOT extended just
 --    because of the id: a job the worker lost track of must not be kept forever);
--- 2. returns the ids it extended (a held fence missing from them is gone: the worker cancels
---    that handler or discards its outcome) and which of them an operator asked to cancel;
+-- 2. returns the fences it extended (ids and execution_seqs: a held fence missing from them is
+--    gone, and the worker cancels that attempt's handler or discards its outcome — by fence,
+--    because a worker may hold a stale attempt and a new one of the same job at once, after
+--    its lease was reaped during an outage and it claimed the job again) and which of them an
+--    operator asked to cancel;
 -- 3. gives back at once every job leased under this worker's id that the worker does not hold
 --    (say, a claim that committed but whose reply never arrived): back to 'queued' with the
 --    attempt refunded and a 'lost' execution row, like the reaper, but without waiting for the
@@ -43,7 +46,7 @@ extended AS (
   -- status as text: find each held job by primary key (see complete_jobs in outcomes.sql)
   WHERE j.id = h.id AND j.execution_seq = h.seq AND j.worker_id = $1::uuid
     AND j.status::text IN ('claimed', 'running')
-  RETURNING j.id, j.cancel_requested_at
+  RETURNING j.id, j.execution_seq, j.cancel_requested_at
 ),
 stray AS (
   UPDATE jobs j
@@ -105,6 +108,7 @@ history AS (
   RETURNING 1
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM extended) AS extended,
+       (SELECT coalesce(array_agg(execution_seq ORDER BY id), '{}') FROM extended) AS extended_seqs,
        (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM extended
          WHERE cancel_requested_at IS NOT NULL) AS cancel_requested,
        (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM stray) AS released,

@@ -64,7 +64,7 @@ RETURNING j.id;
 -- effective retry policy: the job's own, else its queue's). Python computes the backoff with
 -- the one implementation in codity.domain.backoff, then apply_failures writes it.
 -- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[].
-SELECT j.id, j.queue_id, j.attempt, j.max_attempts, j.status::text AS status,
+SELECT j.id, j.execution_seq, j.queue_id, j.attempt, j.max_attempts, j.status::text AS status,
        rp.strategy::text AS strategy, rp.base_delay_ms, rp.max_delay_ms, rp.jitter
 FROM jobs j
 JOIN unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
