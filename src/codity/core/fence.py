@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from uuid import UUID
 
 
-@dataclass(frozen=True)
-class Fence:
+class Fence(NamedTuple):
+    """A NamedTuple: made for every claimed job and hashed as a key, both in C (a frozen
+    dataclass cost ~0.6 us to make, plus a Python-level hash)."""
+
     job_id: int
     worker_id: UUID
     execution_seq: int

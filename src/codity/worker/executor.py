@@ -127,7 +127,11 @@ async def _run_attempt(
     scope = asyncio.timeout(timeout_ms / 1000) if timeout_ms else None
     try:
         if scope is None:
-            result = await _call(registered, ctx, threads, on_thread)
+            # An async handler is awaited right here: one coroutine frame less per job.
+            if registered.is_async:
+                result = await registered.fn(ctx)
+            else:
+                result = await _call(registered, ctx, threads, on_thread)
         else:
             async with scope:
                 result = await _call(registered, ctx, threads, on_thread)
@@ -230,7 +234,7 @@ class Executor:
                 started_at=started_at,
                 lease_deadline=lease_deadline,
             )
-            self._running.jobs[job.fence] = rj
+            self._running.jobs[job.id, job.execution_seq] = rj
             rj.task = loop.create_task(self._execute(rj))
 
     def _context(
@@ -261,20 +265,31 @@ class Executor:
 
     async def _execute(self, rj: RunningJob) -> None:
         try:
-            outcome = await run_attempt(
-                rj.ctx,
-                timeout_ms=rj.job.timeout_ms,
-                registry=self._registry,
-                threads=self._threads,
-                cancel_requested=lambda: rj.cancel_requested and not rj.lease_lost,
-                started_at=rj.started_at,
-                tracer=self._tracer,
-                on_thread=rj.watch_thread,
-            )
+            if self._tracer is None:  # what run_attempt does without a tracer, a frame less
+                outcome = await _run_attempt(
+                    rj.ctx,
+                    rj.job.timeout_ms,
+                    self._registry,
+                    self._threads,
+                    rj.cancel_expected,
+                    rj.started_at,
+                    rj.watch_thread,
+                )
+            else:
+                outcome = await run_attempt(
+                    rj.ctx,
+                    timeout_ms=rj.job.timeout_ms,
+                    registry=self._registry,
+                    threads=self._threads,
+                    cancel_requested=rj.cancel_expected,
+                    started_at=rj.started_at,
+                    tracer=self._tracer,
+                    on_thread=rj.watch_thread,
+                )
         except asyncio.CancelledError:
             return  # drained (released by the drain) or lease lost: no outcome
         finally:
-            self._running.jobs.pop(rj.job.fence, None)
+            self._running.jobs.pop((rj.job.id, rj.job.execution_seq), None)
             if rj.thread is not None and not rj.thread.done():
                 self._linger(rj)
             self._slot_freed()

@@ -75,9 +75,9 @@ class Heartbeat(LoopService):
             )
             # Every attempt running now was held when the beat was sent (no claim runs beside
             # it): those not reported lost have a lease that holds until sent_at + lease.
-            lost = set(result.lost_fences)
-            for fence, rj in self._running.jobs.items():
-                if fence not in lost:
+            lost = {(f.job_id, f.execution_seq) for f in result.lost_fences}
+            for attempt, rj in self._running.jobs.items():
+                if attempt not in lost:
                     rj.lease_deadline = max(rj.lease_deadline, sent_at + self._lease_ms / 1000)
             await self._flush_running_logs(conn)  # the writer's connection is shared
         for fence in result.lost_fences:

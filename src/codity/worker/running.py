@@ -41,6 +41,11 @@ class RunningJob:
     def watch_thread(self, thread: Future[Any]) -> None:
         self.thread = thread
 
+    def cancel_expected(self) -> bool:
+        """A cancellation of this attempt that must end it as `cancelled` (an operator's), not
+        one that must leave no outcome (a lost lease, the drain)."""
+        return self.cancel_requested and not self.lease_lost
+
 
 class Running:
     """Running attempts by fence, plus what the producer needs to size its claims.
@@ -51,7 +56,9 @@ class Running:
     and stops it; each must be counted (capacity) and stopped on its own."""
 
     def __init__(self) -> None:
-        self.jobs: dict[core.Fence, RunningJob] = {}
+        #: By (job id, execution_seq): the fence within this worker (a tuple of ints hashes in
+        #: C; the Fence dataclass's hash, with its UUID, costs a microsecond a job).
+        self.jobs: dict[tuple[int, int], RunningJob] = {}
         #: Attempts the drain stopped and is giving back: still in hand until released, so a
         #: heartbeat meanwhile neither gives them back as strays nor lets their leases lapse.
         self.releasing: list[core.Fence] = []
@@ -60,10 +67,10 @@ class Running:
         return len(self.jobs)
 
     def get(self, fence: core.Fence) -> RunningJob | None:
-        return self.jobs.get(fence)
+        return self.jobs.get((fence.job_id, fence.execution_seq))
 
     def of_job(self, job_id: int) -> list[RunningJob]:
         return [rj for rj in self.jobs.values() if rj.job.id == job_id]
 
     def fences(self) -> list[core.Fence]:
-        return [*self.jobs, *self.releasing]
+        return [*(rj.job.fence for rj in self.jobs.values()), *self.releasing]

@@ -32,7 +32,9 @@
 -- reading them twice. `attempt` is accounting (refunded on reap/drain); `execution_seq` is the
 -- monotonic identity of this attempt and, with worker_id, the fence every later write names.
 -- RETURNING carries the queue's position and the job's sort keys, so the caller can put the
--- rows in claim order (and move its cursors) without a Sort node here.
+-- rows in claim order (and move its cursors) without a Sort node here. Its first 13 columns
+-- are read by position (core/claim.py: _job, _claim_order), in the same order in both claim
+-- statements.
 -- Every row says how many queues were left out for flow control (flow_queues): the caller then
 -- claims from them with claim_jobs_flow (core/claim.py). An empty answer says nothing, so
 -- after one the caller asks claim_jobs_flow (at most once a second: core.claim.Claimer).
