@@ -141,7 +141,8 @@ class _Columns:
     idempotency_key: list[str | None]
     batch_id: list[UUID | None]
     timeout_ms: list[int | None]
-    max_attempts: list[int]
+    #: None: the queue's default, filled in by insert_jobs (see _plan's single statement)
+    max_attempts: list[int | None]
     retry_policy_id: list[UUID | None]
     pending: list[int]
     schedule_id: list[UUID | None]
@@ -234,7 +235,7 @@ def _options(job: NewJob) -> tuple[Any, ...]:
 
 def _validate_options(
     job: NewJob,
-    queue_attempts: int,
+    queue_attempts: int | None,
     queue_timeout: int | None,
     policies: dict[UUID, int],
     trace_parent: str | None = None,
@@ -276,17 +277,24 @@ def check_new_job(job: NewJob) -> None:
 
 def _prepare(
     jobs: Sequence[NewJob],
-    q: _QueueDefaults,
+    q: _QueueDefaults | None,
     policies: dict[UUID, int],
     schedule_ids: Sequence[UUID | None] | None,
     trace_parent: str | None = None,
 ) -> _Columns:
     """Validate and encode jobs into columns. Bulk enqueues mostly repeat one set of options
     with different payloads (and the CLI one payload too): each distinct run of options or
-    payload is validated or encoded once, the rest is a comparison."""
-    queue_attempts = (
-        q.policy_max_attempts if q.policy_max_attempts is not None else q.info.default_max_attempts
-    )
+    payload is validated or encoded once, the rest is a comparison. `q` None: the queue was
+    not read first; the queue's defaults are left for insert_jobs to fill in."""
+    queue_attempts: int | None = None
+    queue_timeout: int | None = None
+    if q is not None:
+        queue_attempts = (
+            q.policy_max_attempts
+            if q.policy_max_attempts is not None
+            else q.info.default_max_attempts
+        )
+        queue_timeout = q.info.default_timeout_ms
     payloads: list[str] = []
     rows: list[tuple[Any, ...]] = []
     last_payload: Any = object()
@@ -300,9 +308,7 @@ def _prepare(
         payloads.append(last_text)
         options = _options(job)
         if options != last_options:
-            last_row = _validate_options(
-                job, queue_attempts, q.info.default_timeout_ms, policies, trace_parent
-            )
+            last_row = _validate_options(job, queue_attempts, queue_timeout, policies, trace_parent)
             last_options = options
         rows.append(last_row)
     (
@@ -412,7 +418,8 @@ def _insert_plan(
     queue_id: UUID, chunks: Iterator[tuple[_Columns, bool]], progress: Progress | None
 ) -> Plan[list[EnqueuedJob]]:
     """INSERT chunk after chunk. Each chunk is sent before the next one is validated and
-    encoded, so the client's work on chunk k+1 overlaps the server's on chunk k."""
+    encoded, so the client's work on chunk k+1 overlaps the server's on chunk k. A queue that
+    does not exist inserts nothing (insert_jobs reads it) and raises QueueNotFoundError."""
     results: list[EnqueuedJob | None] = []
     keys: list[str | None] = []
     pending: tuple[_Columns, bool] | None = next(chunks)
@@ -422,6 +429,10 @@ def _insert_plan(
         yield Send(Query("insert_jobs", cols.insert_args(queue_id, notify=last)))
         pending = None if last else next(chunks)
         (row,) = yield RECEIVE
+        if not row["queue_found"]:
+            raise QueueNotFoundError(
+                f"no queue {str(queue_id)!r}", details={"queue": str(queue_id)}
+            )
         results.extend(_chunk_results(row))
         if progress is not None:
             progress(cols.size)
@@ -512,9 +523,26 @@ def _plan(
 ) -> Plan[list[EnqueuedJob]]:
     _check_shape(jobs)
     traced_by = current_traceparent()  # the caller's span (codity[otel]), once per call
+    n = len(jobs)
+    if isinstance(queue, UUID) and not any(
+        j.depends_on or j.unique_for_s is not None or j.retry_policy_id is not None for j in jobs
+    ):
+        # The common case in one statement: insert_jobs reads the queue itself (its defaults,
+        # and whether it exists), so no query goes before it — one round trip per job enqueued
+        # alone. Dependencies, unique keys and a job's own retry policy need the queue's
+        # project first (they are looked up within it).
+        lazy = (
+            (
+                _prepare(
+                    jobs[a:b], None, {}, schedule_ids[a:b] if schedule_ids else None, traced_by
+                ),
+                b == n,
+            )
+            for a, b in _bounds(n)
+        )
+        return (yield from _insert_plan(queue, lazy, progress))
     q = yield from _queue_plan(queue)
     policies = yield from _policies_plan(q.info.project_id, jobs)
-    n = len(jobs)
     if not any(j.depends_on or j.unique_for_s is not None for j in jobs):
         lazy = (
             (

@@ -61,7 +61,17 @@ LIMIT 2;
 -- $14 notify boolean, $15 row count integer, $16 has idempotency keys boolean, $17 the W3C
 -- traceparent of the enqueuing span (tracing; NULL when untraced), $18 concurrency_key,
 -- $19 unique_key: arrays like the columns.
-WITH input AS (
+-- The statement reads the queue itself (one primary-key probe): a NULL max_attempts or
+-- timeout_ms takes the queue's default (its retry policy's max_attempts, else its own
+-- default_max_attempts; its default_timeout_ms), so an enqueue needs no query before this one;
+-- a queue that does not exist inserts nothing and answers queue_found = false.
+WITH queue AS (
+  SELECT q.default_max_attempts, q.default_timeout_ms, rp.max_attempts AS policy_max_attempts
+  FROM queues q
+  LEFT JOIN retry_policies rp ON rp.id = q.retry_policy_id
+  WHERE q.id = $1::uuid
+),
+input AS (
   SELECT t.ord, nextval('jobs_id_seq'::regclass) AS new_id,
          CASE WHEN cardinality($2::text[]) = 1 THEN ($2::text[])[1] ELSE t.handler END AS handler,
          CASE WHEN cardinality($3::text[]) = 1 THEN ($3::text[])[1] ELSE t.payload END AS payload,
@@ -107,9 +117,11 @@ ins AS (
          (CASE WHEN pending > 0 THEN 'waiting'
                WHEN due > now() THEN 'scheduled'
                ELSE 'queued' END)::job_status,
-         priority, due, max_attempts, retry_policy_id, timeout_ms, idempotency_key, batch_id,
-         schedule_id, pending, trace_parent, concurrency_key, unique_key
-  FROM input
+         priority, due,
+         COALESCE(max_attempts, queue.policy_max_attempts, queue.default_max_attempts),
+         retry_policy_id, COALESCE(timeout_ms, queue.default_timeout_ms), idempotency_key,
+         batch_id, schedule_id, pending, trace_parent, concurrency_key, unique_key
+  FROM input CROSS JOIN queue
   ORDER BY ord
   ON CONFLICT (queue_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
   RETURNING id, status
@@ -129,7 +141,8 @@ SELECT (SELECT array_agg(new_id ORDER BY ord) FROM input) AS new_ids,
        CASE WHEN $16::boolean OR made.kinds > 1
             THEN COALESCE((SELECT array_agg(status::text ORDER BY id) FROM ins), '{}')
        END AS inserted_statuses,
-       (SELECT count(*) FROM wake) AS notified
+       (SELECT count(*) FROM wake) AS notified,
+       EXISTS (SELECT 1 FROM queue) AS queue_found
 FROM made;
 
 -- name: jobs_by_idempotency_key
