@@ -81,6 +81,39 @@ async def test_bad_queue_flow_settings_are_refused(api: ProjectApi) -> None:
     assert (await api.get("/queues")).json()["items"] == []
 
 
+async def test_a_patch_is_checked_on_the_queue_it_makes(api: ProjectApi) -> None:
+    """QueueCreate refuses rate_limit_per_key without a rate_limit; a PATCH sends only some
+    fields, so the same rule is checked on the row it would make (a CHECK, migration 0016)."""
+    plain = await api.queue("plain")
+    error = assert_error(
+        await api.patch(f"/queues/{plain['id']}", {"rate_limit_per_key": True}),
+        422,
+        "validation_error",
+    )
+    assert error["message"] == "rate_limit_per_key needs a rate_limit"
+    assert error["details"] == {"constraint": "ck_queues_rate_limit_per_key_needs_a_limit"}
+    rated = await api.queue(
+        "rated", rate_limit={"count": 5, "period_s": 1}, rate_limit_per_key=True
+    )
+    assert_error(
+        await api.patch(f"/queues/{rated['id']}", {"rate_limit": None}), 422, "validation_error"
+    )
+    stored = await api.pool.fetch(
+        "SELECT name, rate_limit_count, rate_limit_per_key FROM queues WHERE project_id = $1 "
+        "ORDER BY name",
+        api.project_id,
+    )
+    assert [tuple(r) for r in stored] == [("plain", None, False), ("rated", 5, True)]
+    # What makes a consistent queue passes: a limit with the flag, or neither.
+    r = await api.patch(
+        f"/queues/{plain['id']}",
+        {"rate_limit": {"count": 2, "period_s": 1}, "rate_limit_per_key": True},
+    )
+    assert (r.status_code, r.json()["rate_limit_per_key"]) == (200, True), r.text
+    r = await api.patch(f"/queues/{rated['id']}", {"rate_limit": None, "rate_limit_per_key": False})
+    assert (r.status_code, r.json()["rate_limit"]) == (200, None), r.text
+
+
 # --- jobs --------------------------------------------------------------------------------------
 
 
