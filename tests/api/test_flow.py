@@ -216,6 +216,32 @@ async def test_explain_no_worker_paused_queue_then_claimable(api: ProjectApi) ->
     assert (await _explain(api, ahead["id"]))["claimable"]["data"] == {"ahead": 0}
 
 
+async def test_explain_a_worker_silent_past_dead_worker_after_ms_is_not_live(
+    api: ProjectApi,
+) -> None:
+    """A crashed worker stays 'active' until the sweep marks it dead, but claims nothing: it
+    counts as live only while its last heartbeat is within DEAD_WORKER_AFTER_MS."""
+    q = await api.queue("ex")
+    job = await _job(api, "ex")
+    worker = await _worker(api, q)
+    dead_after_ms = api.settings.dead_worker_after_ms
+
+    async def silent_for(ms: int) -> set[str]:
+        await api.pool.execute(
+            "UPDATE workers SET last_heartbeat_at = now() - $2 * interval '1 millisecond' "
+            "WHERE id = $1",
+            worker,
+            ms,
+        )
+        return set(await _explain(api, job["id"]))
+
+    assert await silent_for(dead_after_ms - 5_000) == {"claimable"}
+    assert await silent_for(dead_after_ms + 1_000) == {"no_live_worker"}
+    assert await api.pool.fetchval("SELECT status::text FROM workers WHERE id = $1", worker) == (
+        "active"
+    )
+
+
 async def test_explain_scheduled_and_waiting_on_dependencies(api: ProjectApi) -> None:
     q = await api.queue("ex")
     await _worker(api, q)
