@@ -38,9 +38,11 @@ COUNT = 10
 PERIOD_MS = 1000
 CLAIMERS = 4
 RUN_S = 3.0
-#: The test's own times are taken when a claim's reply arrives, after the admission: a window
-#: of period - REPLY_S of them holding more than `count` is certainly a window of one period of
-#: admissions doing so (a reply later than this would be a false alarm, never a missed one).
+#: The test's own times are taken when a claim's reply arrives, after the admission. Its windows
+#: are REPLY_S shorter than the period: more than `count` replies in one are more than `count`
+#: admissions within one period as long as each reply came within REPLY_S of its admission (a
+#: slower one could only raise a false alarm). It misses an excess spread over the last REPLY_S
+#: of a period, which the twins' excesses are not.
 REPLY_S = 0.1
 KEYS = ("a", "b", "c", "")  # "" = jobs without a key: they share one window
 
