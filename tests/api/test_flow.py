@@ -81,6 +81,39 @@ async def test_bad_queue_flow_settings_are_refused(api: ProjectApi) -> None:
     assert (await api.get("/queues")).json()["items"] == []
 
 
+async def test_a_patch_is_checked_on_the_queue_it_makes(api: ProjectApi) -> None:
+    """QueueCreate refuses rate_limit_per_key without a rate_limit; a PATCH sends only some
+    fields, so the same rule is checked on the row it would make (a CHECK, migration 0016)."""
+    plain = await api.queue("plain")
+    error = assert_error(
+        await api.patch(f"/queues/{plain['id']}", {"rate_limit_per_key": True}),
+        422,
+        "validation_error",
+    )
+    assert error["message"] == "rate_limit_per_key needs a rate_limit"
+    assert error["details"] == {"constraint": "ck_queues_rate_limit_per_key_needs_a_limit"}
+    rated = await api.queue(
+        "rated", rate_limit={"count": 5, "period_s": 1}, rate_limit_per_key=True
+    )
+    assert_error(
+        await api.patch(f"/queues/{rated['id']}", {"rate_limit": None}), 422, "validation_error"
+    )
+    stored = await api.pool.fetch(
+        "SELECT name, rate_limit_count, rate_limit_per_key FROM queues WHERE project_id = $1 "
+        "ORDER BY name",
+        api.project_id,
+    )
+    assert [tuple(r) for r in stored] == [("plain", None, False), ("rated", 5, True)]
+    # What makes a consistent queue passes: a limit with the flag, or neither.
+    r = await api.patch(
+        f"/queues/{plain['id']}",
+        {"rate_limit": {"count": 2, "period_s": 1}, "rate_limit_per_key": True},
+    )
+    assert (r.status_code, r.json()["rate_limit_per_key"]) == (200, True), r.text
+    r = await api.patch(f"/queues/{rated['id']}", {"rate_limit": None, "rate_limit_per_key": False})
+    assert (r.status_code, r.json()["rate_limit"]) == (200, None), r.text
+
+
 # --- jobs --------------------------------------------------------------------------------------
 
 
@@ -181,6 +214,32 @@ async def test_explain_no_worker_paused_queue_then_claimable(api: ProjectApi) ->
     assert set(found) == {"claimable"}
     assert found["claimable"]["data"] == {"ahead": 1}
     assert (await _explain(api, ahead["id"]))["claimable"]["data"] == {"ahead": 0}
+
+
+async def test_explain_a_worker_silent_past_dead_worker_after_ms_is_not_live(
+    api: ProjectApi,
+) -> None:
+    """A crashed worker stays 'active' until the sweep marks it dead, but claims nothing: it
+    counts as live only while its last heartbeat is within DEAD_WORKER_AFTER_MS."""
+    q = await api.queue("ex")
+    job = await _job(api, "ex")
+    worker = await _worker(api, q)
+    dead_after_ms = api.settings.dead_worker_after_ms
+
+    async def silent_for(ms: int) -> set[str]:
+        await api.pool.execute(
+            "UPDATE workers SET last_heartbeat_at = now() - $2 * interval '1 millisecond' "
+            "WHERE id = $1",
+            worker,
+            ms,
+        )
+        return set(await _explain(api, job["id"]))
+
+    assert await silent_for(dead_after_ms - 5_000) == {"claimable"}
+    assert await silent_for(dead_after_ms + 1_000) == {"no_live_worker"}
+    assert await api.pool.fetchval("SELECT status::text FROM workers WHERE id = $1", worker) == (
+        "active"
+    )
 
 
 async def test_explain_scheduled_and_waiting_on_dependencies(api: ProjectApi) -> None:

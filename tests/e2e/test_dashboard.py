@@ -390,6 +390,35 @@ def test_an_admin_sets_the_projects_internal_hosts_in_settings(new_page) -> None
     expect(viewer.get_by_test_id("settings-http-allowlist")).to_have_count(0)
 
 
+def test_an_admin_sets_the_projects_weight_and_a_viewer_reads_it(new_page) -> None:
+    """The fair-share weight: an organization admin changes it in settings (the API checks the
+    range); a viewer sees it, read-only."""
+    page: Page = new_page()
+    login(page, path="/settings")
+    card = page.get_by_test_id("settings-weight")
+    weight = card.get_by_test_id("project-weight-input")
+    expect(weight).to_have_value(str(_api_call(page, "GET", "")["weight"]))
+    weight.fill("0")
+    card.get_by_role("button", name="Save weight").click()
+    expect(page.get_by_test_id("field-error-project-weight")).to_be_visible()
+    weight.fill("3")
+    card.get_by_role("button", name="Save weight").click()
+    expect(page.get_by_test_id("project-weight-saved")).to_be_visible()
+    assert _api_call(page, "GET", "")["weight"] == 3
+    page.reload()
+    expect(page.get_by_test_id("project-weight-input")).to_have_value("3")
+    try:
+        viewer: Page = new_page()
+        login(viewer, email=VIEWER, path="/settings")
+        shown = viewer.get_by_test_id("settings-weight")
+        expect(shown.get_by_test_id("project-weight")).to_have_text("3")
+        expect(shown.get_by_test_id("project-weight-input")).to_have_count(0)
+        expect(shown.get_by_role("button", name="Save weight")).to_have_count(0)
+        screenshot(viewer, "settings-weight-viewer")
+    finally:
+        _api_call(page, "PATCH", "", {"weight": 1})  # the shared demo stack as it was
+
+
 def test_sign_out_everywhere_ends_every_tab(new_page) -> None:
     first: Page = new_page()
     login(first, path="/settings")
@@ -711,14 +740,24 @@ def test_flow_control_settings_and_the_explain_answer_on_the_job_page(new_page) 
     # Workers serving every queue pick the new one up within their queue refresh.
     expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
 
-    page.goto("/jobs")
-    page.get_by_test_id("enqueue-open").click()
-    page.get_by_test_id("enqueue-queue").select_option("hourly")
-    page.get_by_test_id("enqueue-handler").fill("noop")
-    page.get_by_test_id("enqueue-concurrency-key").fill("acct-7")
-    page.get_by_test_id("enqueue-unique-for").fill("600")
-    page.get_by_test_id("enqueue-submit").click()
-    expect(page.get_by_test_id("page-job-detail")).to_be_visible()
+    def enqueue_through_the_dialog(*states: str) -> int:
+        """A job of `hourly` with a concurrency key and unique key "acct-7-sync" for 10 min,
+        unique among jobs in `states` (none ticked: not finished); the id of the page it opens."""
+        page.goto("/jobs")
+        page.get_by_test_id("enqueue-open").click()
+        page.get_by_test_id("enqueue-queue").select_option("hourly")
+        page.get_by_test_id("enqueue-handler").fill("noop")
+        page.get_by_test_id("enqueue-concurrency-key").fill("acct-7")
+        page.get_by_test_id("enqueue-unique-for").fill("600")
+        page.get_by_test_id("enqueue-unique-key").fill("acct-7-sync")
+        for state in states:
+            page.get_by_test_id(f"enqueue-unique-state-{state}").check()
+        page.get_by_test_id("enqueue-submit").click()
+        expect(page.get_by_test_id("page-job-detail")).to_be_visible()
+        page.wait_for_url(re.compile(r"/jobs/\d+$"))
+        return int(page.url.rsplit("/", 1)[1])
+
+    waiting = enqueue_through_the_dialog()
     expect(page.get_by_test_id("job-status")).to_have_text("queued")
     why = page.get_by_test_id("job-explain")
     blocker = why.get_by_test_id("blocker-rate_limited")
@@ -726,5 +765,19 @@ def test_flow_control_settings_and_the_explain_answer_on_the_job_page(new_page) 
     expect(blocker.get_by_test_id("blocker-at")).to_contain_text(
         re.compile(r"next start in (59 min|1 h [01] min)")
     )
+    # The rate limit is the only reason: a live worker serves the queue and runs noop.
+    expect(why.locator("li")).to_have_count(1)
+    expect(why.locator("li")).to_have_attribute("data-testid", "blocker-rate_limited")
     expect(page.get_by_test_id("page-job-detail")).to_contain_text("acct-7")
+    expect(page.get_by_test_id("page-job-detail")).to_contain_text("acct-7-sync")
     screenshot(page, "job-explain", publish=True)
+
+    # The same unique key among completed jobs only: the queued one does not match, a new job.
+    among_completed = enqueue_through_the_dialog("completed")
+    assert among_completed != waiting
+    # Among unfinished jobs (nothing ticked): a queued one matches, its page opens, no new job.
+    again = enqueue_through_the_dialog()
+    assert again in (waiting, among_completed)
+    jobs = _api_call(page, "GET", "/jobs?queue=hourly")["items"]
+    assert sorted(j["id"] for j in jobs) == sorted([first["id"], waiting, among_completed])
+    assert {j["unique_key"] for j in jobs if j["id"] != first["id"]} == {"acct-7-sync"}

@@ -11,6 +11,12 @@ database, once with the mechanism on and once off, alternating:
   10 at once (at most W x capacity jobs run at once: never more than a key's share) vs the same
   jobs and keys with no key limit;
 - rate limit: the queue may start 1,000,000 jobs a second (far above the drain rate) vs none.
+
+And the plain claim (`plain_claims`): a queue with none of them set is claimed by `claim_jobs`,
+the statement flow control was kept out of; beside it, `claim_jobs_flow` makes the same claim
+(which it would if the mechanisms were folded into one statement). Both are timed as the worker
+runs them (prepared, the flow statement on a connection that keeps its generic plan), one after
+the other, on the same 20,000 queued jobs: each claim runs in a transaction that is rolled back.
 """
 
 from __future__ import annotations
@@ -24,17 +30,26 @@ import asyncpg
 
 from codity import VERSION, core
 from codity.cli.benchmarks import Throughput, scratch_database
-from codity.db.pool import create_pool
+from codity.db.pool import connect, create_pool
+from codity.db.queries import sql
 from codity.worker import HandlerRegistry, JobContext
 from codity.worker.config import WorkerConfig
 from codity.worker.service import Worker
 
 MECHANISMS: Final = ("fair shares", "key limit", "rate limit")
+#: The row beside them: the plain claim (none set) vs the flow statement making the same claim.
+PLAIN_CLAIM: Final = "plain claim"
 KEYS: Final = 1000
 KEY_LIMIT: Final = 10
 RATE_COUNT: Final = 1_000_000
 RATE_PERIOD_MS: Final = 1000
 CHUNK: Final = 5000
+#: The plain claim's measurement: claims of PLAIN_LIMIT from PLAIN_JOBS queued, PLAIN_CLAIMS of
+#: each statement per run (after PLAIN_WARMUP of each, untimed: preparing, plan caching).
+PLAIN_JOBS: Final = 20_000
+PLAIN_LIMIT: Final = 100
+PLAIN_CLAIMS: Final = 200
+PLAIN_WARMUP: Final = 20
 
 
 @dataclass(frozen=True)
@@ -135,3 +150,76 @@ async def pair(
     first = await drain(server_url, mechanism, on_first, jobs, workers, capacity)
     second = await drain(server_url, mechanism, not on_first, jobs, workers, capacity)
     return Pair(on=first, off=second) if on_first else Pair(on=second, off=first)
+
+
+@dataclass(frozen=True)
+class ClaimTimes:
+    """Milliseconds per claim, as the client saw each statement return."""
+
+    plain: list[float]
+    flow: list[float]
+
+
+async def plain_claims(
+    server_url: str,
+    jobs: int = PLAIN_JOBS,
+    limit: int = PLAIN_LIMIT,
+    claims: int = PLAIN_CLAIMS,
+    warmup: int = PLAIN_WARMUP,
+) -> ClaimTimes:
+    """claim_jobs beside claim_jobs_flow on one queue with no flow settings, alternating which
+    goes first; each claim rolled back, so every one sees the same queued jobs."""
+    async with scratch_database(server_url) as url:
+        setup = await connect(url, application_name="codity-bench")
+        plain = await connect(url, application_name="codity-bench")
+        flow = await connect(url, application_name="codity-bench")
+        try:
+            await flow.execute("SET plan_cache_mode = force_generic_plan")  # as the worker's
+            org = await setup.fetchval(
+                "INSERT INTO organizations (name, slug) VALUES ('bench', 'bench') RETURNING id"
+            )
+            project = await setup.fetchval(
+                "INSERT INTO projects (org_id, name, slug) VALUES ($1, 'bench', 'bench') "
+                "RETURNING id",
+                org,
+            )
+            queue_id = await setup.fetchval(
+                "INSERT INTO queues (project_id, name) VALUES ($1, 'bench') RETURNING id", project
+            )
+            for start in range(0, jobs, CHUNK):
+                size = min(CHUNK, jobs - start)
+                await core.enqueue_many(setup, queue_id, [core.NewJob("noop")] * size)
+            await setup.execute("VACUUM ANALYZE jobs")
+            worker_id = await core.register_worker(
+                setup, hostname="bench", pid=0, version=VERSION, capacity=limit,
+                queue_ids=[queue_id], queue_names=["bench"], handlers=["noop"],
+            )  # fmt: skip
+
+            async def one(conn: Any, statement: str, args: list[Any]) -> float:
+                tx = conn.transaction()
+                await tx.start()
+                try:
+                    started = time.perf_counter()
+                    rows = await conn.fetch(sql(statement), *args)
+                    took = (time.perf_counter() - started) * 1000
+                finally:
+                    await tx.rollback()
+                if sum(1 for r in rows if r["id"] is not None) != min(limit, jobs):
+                    raise RuntimeError(f"{statement} claimed {len(rows)} of {limit}")
+                return took
+
+            base = [worker_id, 30_000, [queue_id], limit]
+            times = ClaimTimes(plain=[], flow=[])
+            for i in range(warmup + claims):
+                pair = [
+                    (times.plain, plain, "claim_jobs", [*base, None, None, None]),
+                    (times.flow, flow, "claim_jobs_flow", [*base, False, None, None, None]),
+                ]
+                for out, conn, statement, args in pair if i % 2 == 0 else pair[::-1]:
+                    took = await one(conn, statement, args)
+                    if i >= warmup:
+                        out.append(took)
+            return times
+        finally:
+            for conn in (setup, plain, flow):
+                await conn.close()

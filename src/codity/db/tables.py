@@ -313,6 +313,11 @@ queues = Table(
         " AND (rate_limit_count IS NULL OR (rate_limit_count > 0 AND rate_limit_period_ms > 0))",
         name="rate_limit_shape",
     ),
+    # rate_limit_per_key splits a rate limit between keys: without one it means nothing (0016).
+    CheckConstraint(
+        "rate_limit_count IS NOT NULL OR NOT rate_limit_per_key",
+        name="rate_limit_per_key_needs_a_limit",
+    ),
 )
 
 workers = Table(

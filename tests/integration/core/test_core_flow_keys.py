@@ -197,7 +197,10 @@ async def test_break_it_counting_in_the_statement_that_takes_the_locks_exceeds_t
            room_left || COALESCE(array_agg(key_limit - COALESCE(c.n, 0)), '{}')
     INTO held, room_keys, room_left
     FROM locked l LEFT JOIN leased c ON c.k = l.k;
+    held_at := held_at
+      || array_fill(clock_timestamp(), ARRAY[cardinality(held) - cardinality(held_at)]);
 """
+        assert d.count(locks + room) == 1
         return d.replace(locks + room, one_statement)
 
     await _rewrite_function(race_pool, "codity_keyed_candidates", lock_and_count_at_once)

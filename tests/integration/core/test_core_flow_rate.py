@@ -2,19 +2,26 @@
 
 Core-level and short: 4 claimers race on a queue limited to 10 starts per second for about
 3 seconds, sleeping until the next start frees up as the claim tells them (as the worker's
-producer does). Every sliding 1 s window of claimed_at holds at most 10 starts, and the limit
-is used (27+ starts in 3 s). The 60 s run with real worker processes is
-tests/acceptance/test_flow_rate_limit.py. The twins remove one part of the mechanism each.
+producer does); the per-key race does the same with a limit per concurrency key. Two detectors:
+every sliding 1 s window of claimed_at (the admission time the mechanism stamps, and what its
+window counts) holds at most 10 starts, and so does every 0.9 s window of the times the test's
+own loops saw their jobs (when the claim returned: when a handler would start), which the
+mechanism never sees; 0.1 s is left for the claim's reply to arrive. The limit is used (27+
+starts in 3 s). The 60 s run with real worker processes is
+tests/acceptance/services/test_services_rate_limit.py. The twins remove one part of the
+mechanism each and must see the limit exceeded by the test's own clock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import sys
 import time
 import uuid
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -31,12 +38,20 @@ COUNT = 10
 PERIOD_MS = 1000
 CLAIMERS = 4
 RUN_S = 3.0
+#: The test's own times are taken when a claim's reply arrives, after the admission. Its windows
+#: are REPLY_S shorter than the period: more than `count` replies in one are more than `count`
+#: admissions within one period as long as each reply came within REPLY_S of its admission (a
+#: slower one could only raise a false alarm). It misses an excess spread over the last REPLY_S
+#: of a period, which the twins' excesses are not.
+REPLY_S = 0.1
+KEYS = ("a", "b", "c", "")  # "" = jobs without a key: they share one window
 
 
-def most_in_any_window(starts: list[datetime], period_s: float) -> int:
+def most_in_any_window(starts: Sequence[datetime | float], period_s: float) -> int:
     """The most starts inside any half-open window [t, t + period) that begins at a start (a
-    window holding the most starts can always be slid to begin at one)."""
-    times = sorted(s.timestamp() for s in starts)
+    window holding the most starts can always be slid to begin at one). Starts are datetimes
+    or epoch seconds."""
+    times = sorted(s.timestamp() if isinstance(s, datetime) else s for s in starts)
     return max((bisect_left(times, t + period_s) - i for i, t in enumerate(times)), default=0)
 
 
@@ -46,16 +61,49 @@ def test_the_window_count_helper() -> None:
     assert most_in_any_window(at, 1.0) == 3  # 0, 0.5, 0.999 (1.0 is outside [0, 1))
     assert most_in_any_window([base], 1.0) == 1
     assert most_in_any_window([], 1.0) == 0
+    assert most_in_any_window([5.0, 5.2, 5.95, 6.15], 0.9) == 2
+
+
+@dataclass(frozen=True)
+class Start:
+    key: str  # the job's concurrency key, "" for none
+    claimed_at: datetime  # stamped by the mechanism
+    seen_at: float  # the test's own clock: when the claim's reply arrived (epoch seconds)
+
+
+def most_by_claimed_at(starts: list[Start], key: str | None = None) -> int:
+    return most_in_any_window(
+        [s.claimed_at for s in starts if key is None or s.key == key], PERIOD_MS / 1000
+    )
+
+
+def most_by_own_clock(starts: list[Start], key: str | None = None) -> int:
+    return most_in_any_window(
+        [s.seen_at for s in starts if key is None or s.key == key], PERIOD_MS / 1000 - REPLY_S
+    )
+
+
+async def _starts(
+    pool: asyncpg.Pool[Any], queue_id: uuid.UUID, seen: dict[int, float]
+) -> list[Start]:
+    rows = await pool.fetch(
+        "SELECT j.id, COALESCE(j.concurrency_key, '') AS key, e.claimed_at "
+        "FROM job_executions e JOIN jobs j ON j.id = e.job_id WHERE e.queue_id = $1",
+        queue_id,
+    )
+    assert {r["id"] for r in rows} == set(seen)  # every start the loops saw, and no other
+    return [Start(r["key"], r["claimed_at"], seen[r["id"]]) for r in rows]
 
 
 async def _rate_race(
     pool: asyncpg.Pool[Any], queue_id: uuid.UUID, run_s: float = RUN_S
-) -> list[datetime]:
-    """CLAIMERS loops claim (5 at a time) and complete at once for run_s; returns claimed_at
-    of every job claimed."""
+) -> list[Start]:
+    """CLAIMERS loops claim (5 at a time) and complete at once for run_s, each sleeping until
+    the claim says the next start frees up (50 ms when it does not say); returns every start."""
     workers = [await new_worker(pool) for _ in range(CLAIMERS)]
     start = asyncio.Event()
     deadline = 0.0
+    seen: dict[int, float] = {}
 
     async def loop(worker_id: uuid.UUID) -> None:
         claimer = Claimer(worker_id, 30_000)
@@ -63,6 +111,8 @@ async def _rate_race(
             await start.wait()
             while time.monotonic() < deadline:
                 got = await claimer.claim(conn, [queue_id], 5)
+                now = time.time()
+                seen.update((j.id, now) for j in got.jobs)
                 if got.jobs:
                     await complete(conn, [Completion(j.fence) for j in got.jobs])
                 wait_s = (got.retry_in_ms or 50) / 1000 if len(got.jobs) < 5 else 0
@@ -73,10 +123,7 @@ async def _rate_race(
     deadline = time.monotonic() + run_s
     start.set()
     await asyncio.gather(*tasks)
-    rows = await pool.fetch(
-        "SELECT claimed_at FROM job_executions WHERE queue_id = $1 ORDER BY claimed_at", queue_id
-    )
-    return [r["claimed_at"] for r in rows]
+    return await _starts(pool, queue_id, seen)
 
 
 @pytest.fixture
@@ -94,13 +141,28 @@ async def _limited_queue(pool: asyncpg.Pool[Any], jobs: int = 200) -> uuid.UUID:
     return queue_id
 
 
+async def _per_key_queue(pool: asyncpg.Pool[Any], per_key: int = 60) -> uuid.UUID:
+    """A queue limited to COUNT starts per period per concurrency key, with per_key jobs of
+    each of KEYS, in random order (a claim meets several keys at once)."""
+    queue_id = await make_queue(pool, rate_limit=(COUNT, PERIOD_MS), rate_limit_per_key=True)
+    keys = [k for k in KEYS for _ in range(per_key)]
+    random.Random(9).shuffle(keys)
+    await enqueue_many(pool, queue_id, [NewJob("rated", concurrency_key=k or None) for k in keys])
+    return queue_id
+
+
 async def test_10_per_second_never_more_than_10_in_any_second_and_the_limit_is_used(
     race_pool: asyncpg.Pool[Any],
 ) -> None:
     queue_id = await _limited_queue(race_pool)
     starts = await _rate_race(race_pool, queue_id)
-    print(f"{len(starts)} starts in {RUN_S} s; most in a window: {most_in_any_window(starts, 1)}")
-    assert most_in_any_window(starts, PERIOD_MS / 1000) <= COUNT
+    print(
+        f"{len(starts)} starts in {RUN_S} s; most in a 1 s window of claimed_at: "
+        f"{most_by_claimed_at(starts)}, in a {PERIOD_MS / 1000 - REPLY_S:g} s window of the "
+        f"test's clock: {most_by_own_clock(starts)}"
+    )
+    assert most_by_claimed_at(starts) <= COUNT
+    assert most_by_own_clock(starts) <= COUNT
     assert len(starts) >= 0.9 * COUNT * RUN_S
     # Over-limit jobs wait in the queue, not failed and not charged an attempt.
     left = await race_pool.fetchrow(
@@ -110,6 +172,23 @@ async def test_10_per_second_never_more_than_10_in_any_second_and_the_limit_is_u
     )
     assert left["n"] == 200 - len(starts)
     assert (left["attempt"], left["status"]) == (0, "queued")
+
+
+async def test_10_per_second_per_key_never_more_than_10_of_a_key_in_any_second(
+    race_pool: asyncpg.Pool[Any],
+) -> None:
+    """rate_limit_per_key: each key (and the jobs without one, together) has a window of its
+    own, held under the key's advisory lock; 4 claimers race over 4 windows."""
+    queue_id = await _per_key_queue(race_pool)
+    starts = await _rate_race(race_pool, queue_id)
+    for key in KEYS:
+        n = sum(1 for s in starts if s.key == key)
+        by_stamp, by_clock = most_by_claimed_at(starts, key), most_by_own_clock(starts, key)
+        print(f"key {key!r}: {n} starts in {RUN_S} s; most in a window: {by_stamp}, {by_clock}")
+        assert by_stamp <= COUNT
+        assert by_clock <= COUNT
+        assert n >= 0.9 * COUNT * RUN_S
+    assert most_by_own_clock(starts) > COUNT  # the keys' windows are their own, not one
 
 
 async def test_a_claim_short_of_starts_says_when_the_next_one_frees_up(
@@ -154,7 +233,7 @@ async def test_a_per_key_limit_gives_each_key_its_own_window(
 
 
 async def _rewrite_function(
-    pool: asyncpg.Pool[Any], name: str, rewrite: Callable[[str], str]
+    pool: asyncpg.Pool[Any] | asyncpg.Connection[Any], name: str, rewrite: Callable[[str], str]
 ) -> None:
     definition = await pool.fetchval(
         "SELECT pg_get_functiondef(oid) FROM pg_proc WHERE proname = $1", name
@@ -162,6 +241,13 @@ async def _rewrite_function(
     broken = rewrite(definition)
     assert broken != definition
     await pool.execute(broken)
+
+
+def _replaced(text: str, old: str, new: str) -> str:
+    """`text` with `old` (which must be there, once) replaced: a broken copy that did not
+    break anything would pass its twin for the wrong reason."""
+    assert text.count(old) == 1, f"not found once: {old!r}"
+    return text.replace(old, new)
 
 
 async def test_break_it_without_recording_the_starts_the_limit_is_exceeded(
@@ -172,11 +258,11 @@ async def test_break_it_without_recording_the_starts_the_limit_is_exceeded(
     await _rewrite_function(
         race_pool,
         "codity_rate_debit",
-        lambda d: d.replace("WHERE qu.rate_limit_count IS NOT NULL", "WHERE false"),
+        lambda d: _replaced(d, "WHERE qu.rate_limit_count IS NOT NULL", "WHERE false"),
     )
     starts = await _rate_race(race_pool, queue_id, run_s=1.0)
-    print(f"broken: most in a window: {most_in_any_window(starts, 1)}")
-    assert most_in_any_window(starts, PERIOD_MS / 1000) > COUNT
+    print(f"broken: most in a window: {most_by_claimed_at(starts)}, {most_by_own_clock(starts)}")
+    assert most_by_own_clock(starts) > COUNT
 
 
 async def test_break_it_reading_the_window_before_the_lock_exceeds_the_limit(
@@ -189,9 +275,11 @@ async def test_break_it_reading_the_window_before_the_lock_exceeds_the_limit(
     await _rewrite_function(
         race_pool,
         "codity_rate_window",
-        lambda d: d.replace(lock, "").replace(read, f"{read}\n  {lock}\n  PERFORM pg_sleep(0.02);"),
+        lambda d: _replaced(
+            _replaced(d, lock, ""), read, f"{read}\n  {lock}\n  PERFORM pg_sleep(0.02);"
+        ),
     )
-    unlocked = sql("claim_jobs_flow").replace("FOR UPDATE OF q", "")
+    unlocked = _replaced(sql("claim_jobs_flow"), "FOR UPDATE OF q", "")
 
     def statements(name: str) -> str:
         return unlocked if name == "claim_jobs_flow" else sql(name)
@@ -199,8 +287,116 @@ async def test_break_it_reading_the_window_before_the_lock_exceeds_the_limit(
     monkeypatch.setattr(sys.modules["codity.core.claim"], "sql", statements)
     queue_id = await _limited_queue(race_pool)
     starts = await _rate_race(race_pool, queue_id, run_s=1.0)
-    print(f"broken: most in a window: {most_in_any_window(starts, 1)}")
-    assert most_in_any_window(starts, PERIOD_MS / 1000) > COUNT
+    print(f"broken: most in a window: {most_by_claimed_at(starts)}, {most_by_own_clock(starts)}")
+    assert most_by_own_clock(starts) > COUNT
+
+
+async def test_break_it_per_key_without_the_key_locks_a_key_exceeds_its_limit(
+    race_pool: asyncpg.Pool[Any],
+) -> None:
+    """Every key lock "granted" without being taken: claimers of a key no longer take turns,
+    so each reads the key's window before the others record their starts (the twin holds the
+    room it read for 20 ms, so the overlap happens every run)."""
+    await _rewrite_function(
+        race_pool,
+        "codity_keyed_candidates",
+        lambda d: _replaced(
+            _replaced(
+                d,
+                "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || u.k))",
+                "true",
+            ),
+            "    -- step: take",
+            "    PERFORM pg_sleep(0.02);\n    -- step: take",
+        ),
+    )
+    queue_id = await _per_key_queue(race_pool)
+    starts = await _rate_race(race_pool, queue_id, run_s=1.0)
+    most = max(most_by_own_clock(starts, key) for key in KEYS)
+    print(f"broken: most of one key in a window: {most}")
+    assert most > COUNT
+
+
+# --- the admission time of a per-key start -------------------------------------------------------
+
+#: Makes the claim of a session that sets codity.test_pause_s pause that long just before it
+#: locks its keys: a claim slow to reach the lock (a long scan, a busy machine), made certain.
+_PAUSE = (
+    "    PERFORM pg_sleep(COALESCE(NULLIF(current_setting('codity.test_pause_s', true), ''),"
+    " '0')::float8);\n    -- step: lock keys"
+)
+
+
+async def _slow_claim_between_two(pool: asyncpg.Pool[Any]) -> tuple[list[Start], float, float]:
+    """One key limited to 10 per second. At t0 a claim starts 1 job; at t0 + 0.01 s a claim of
+    10 starts, pausing 0.8 s before it locks the key (it gets 9: the key's window holds the
+    first start); at t0 + 1.2 s a claim of 10. The first start has left the window by then, the
+    slow claim's 9 (made at t0 + 0.8) have not: the last claim may start 1 job, not 10.
+    Returns the starts, when the slow claim was sent and when its reply arrived."""
+    queue_id = await make_queue(pool, rate_limit=(COUNT, PERIOD_MS), rate_limit_per_key=True)
+    await enqueue_many(pool, queue_id, [NewJob("rated", concurrency_key="a")] * 30)
+    worker = await new_worker(pool)
+    seen: dict[int, float] = {}
+
+    async def claim_now(conn: Any, want: int) -> int:
+        got = await claim_round(conn, worker, [queue_id], want, 30_000)
+        now = time.time()
+        seen.update((j.id, now) for j in got.jobs)
+        await complete(conn, [Completion(j.fence) for j in got.jobs])
+        return len(got.jobs)
+
+    async with pool.acquire() as fast, pool.acquire() as slow:
+        await slow.execute("SET codity.test_pause_s = '0.8'")
+        t0 = time.time()
+        assert await claim_now(fast, 1) == 1
+        await asyncio.sleep(max(0.0, t0 + 0.01 - time.time()))
+        slow_sent = time.time()
+        assert await claim_now(slow, 10) == 9
+        slow_back = time.time()
+        await asyncio.sleep(max(0.0, t0 + 1.2 - time.time()))
+        await claim_now(fast, 10)
+    return await _starts(pool, queue_id, seen), slow_sent, slow_back
+
+
+async def test_a_per_key_start_is_stamped_after_its_key_lock_and_a_slow_claim_does_not_overrun(
+    race_pool: asyncpg.Pool[Any],
+) -> None:
+    await _rewrite_function(
+        race_pool,
+        "codity_keyed_candidates",
+        lambda d: _replaced(d, "    -- step: lock keys", _PAUSE),
+    )
+    starts, slow_sent, slow_back = await _slow_claim_between_two(race_pool)
+    slow = [s for s in starts if slow_sent <= s.seen_at <= slow_back]
+    assert len(slow) == 9
+    # Stamped when the key was locked (after the pause), not when the claim began.
+    assert all(s.claimed_at.timestamp() >= slow_sent + 0.75 for s in slow)
+    print(f"most in a window: {most_by_claimed_at(starts)}, {most_by_own_clock(starts)}")
+    assert len(starts) == 1 + 9 + 1
+    assert most_by_own_clock(starts) <= COUNT
+    assert most_by_claimed_at(starts) <= COUNT
+
+
+async def test_break_it_a_per_key_start_stamped_before_its_key_lock_lets_the_next_in_early(
+    race_pool: asyncpg.Pool[Any],
+) -> None:
+    """The admission time taken when the claim statement began (before the key's lock, as
+    before migration 0016): the slow claim dates its 9 starts at t0 + 0.01, so they leave the
+    window at t0 + 1.01 although they were made at t0 + 0.8, and the last claim starts 10 more.
+    The mechanism's own record (claimed_at) shows nothing wrong; the test's clock does."""
+    await _rewrite_function(
+        race_pool,
+        "codity_keyed_candidates",
+        lambda d: _replaced(
+            _replaced(d, "    -- step: lock keys", _PAUSE),
+            "lock_at := clock_timestamp();",
+            "lock_at := statement_timestamp();",
+        ),
+    )
+    starts, _, _ = await _slow_claim_between_two(race_pool)
+    print(f"broken: most in a window: {most_by_claimed_at(starts)}, {most_by_own_clock(starts)}")
+    assert len(starts) == 1 + 9 + 10
+    assert most_by_own_clock(starts) > COUNT
 
 
 async def test_prune_removes_only_windows_that_count_nothing(db: asyncpg.Connection[Any]) -> None:

@@ -15,7 +15,7 @@ import { StatusPill } from "../ui/Badge";
 import { Button } from "../ui/Button";
 import { Card } from "../ui/Card";
 import { Dialog } from "../ui/Dialog";
-import { Field, Input, Select, TextArea } from "../ui/Field";
+import { Checkbox, Field, Input, Select, TextArea } from "../ui/Field";
 import { PageHeader } from "../ui/PageHeader";
 import { EmptyState, InlineError } from "../ui/States";
 import { DataTable } from "../ui/Table";
@@ -303,6 +303,8 @@ function EnqueueDialog({
   const [key, setKey] = useState("");
   const [concurrencyKey, setConcurrencyKey] = useState("");
   const [uniqueFor, setUniqueFor] = useState("");
+  const [uniqueKey, setUniqueKey] = useState("");
+  const [uniqueStates, setUniqueStates] = useState<JobStatus[]>([]);
   const [parseError, setParseError] = useState<string | null>(null);
 
   const enqueue = useAction(
@@ -319,6 +321,9 @@ function EnqueueDialog({
             idempotency_key: key || null,
             concurrency_key: concurrencyKey || null,
             unique_for_s: uniqueFor ? Number(uniqueFor) : null,
+            // Only with unique_for_s (the API refuses them without it).
+            unique_key: uniqueFor && uniqueKey ? uniqueKey : null,
+            unique_states: uniqueFor && uniqueStates.length > 0 ? uniqueStates : null,
           },
         }),
       ),
@@ -343,6 +348,8 @@ function EnqueueDialog({
     "idempotency_key",
     "concurrency_key",
     "unique_for_s",
+    "unique_key",
+    "unique_states",
   ];
 
   function submit(event: FormEvent) {
@@ -499,6 +506,53 @@ function EnqueueDialog({
             )}
           </Field>
         </div>
+        <Field
+          label="Unique key"
+          name="unique_key"
+          hint="with unique for: match on this key instead of a hash of handler + payload"
+          error={fieldErr("unique_key")}
+        >
+          {({ id, invalid }) => (
+            <Input
+              id={id}
+              invalid={invalid}
+              data-testid="enqueue-unique-key"
+              disabled={!uniqueFor}
+              value={uniqueKey}
+              onChange={(e) => setUniqueKey(e.target.value)}
+            />
+          )}
+        </Field>
+        <fieldset className="space-y-2" data-testid="enqueue-unique-states">
+          <legend className="text-xs font-medium text-slate-700">Unique among jobs that are</legend>
+          <div className="flex flex-wrap gap-x-4 gap-y-1">
+            {JOB_STATUSES.map((status) => (
+              <Checkbox
+                key={status}
+                label={status}
+                data-testid={`enqueue-unique-state-${status}`}
+                disabled={!uniqueFor}
+                checked={uniqueStates.includes(status)}
+                onChange={(e) =>
+                  setUniqueStates((now) =>
+                    e.target.checked
+                      ? JOB_STATUSES.filter((s) => s === status || now.includes(s))
+                      : now.filter((s) => s !== status),
+                  )
+                }
+              />
+            ))}
+          </div>
+          {fieldErr("unique_states") ? (
+            <p data-testid="field-error-unique_states" className="text-xs text-rose-600">
+              {fieldErr("unique_states")}
+            </p>
+          ) : (
+            <p className="text-xs text-slate-500">
+              With unique for. None ticked: not finished yet (waiting, scheduled, queued, claimed or running).
+            </p>
+          )}
+        </fieldset>
         {err && !payloadErr && !known.some((f) => fieldErr(f)) && err.code !== "not_found" && (
           <InlineError error={err} />
         )}

@@ -22,6 +22,7 @@ export function SettingsPage() {
     <div data-testid="page-settings" className="space-y-6">
       <PageHeader title="Settings" description="Projects, API keys, and who can do what in this organization." />
       <ProjectsCard />
+      <WeightCard />
       <HttpAllowlistCard />
       <ApiKeysCard />
       <MembersCard />
@@ -101,6 +102,77 @@ function ProjectsCard() {
             Create project
           </Button>
         </form>
+      )}
+    </Card>
+  );
+}
+
+/** The project's fair-share weight: everyone sees it, organization admins change it (the API
+ * refuses anyone else, and a project's API keys). */
+function WeightCard() {
+  const { can } = useSession();
+  const projectId = useProjectId();
+  const isAdmin = can("admin");
+  const current = useLive(
+    ["project", projectId],
+    () => unwrap(api.GET("/api/v1/projects/{project_id}", { params: { path: { project_id: projectId } } })),
+    { interval: 30_000 },
+  );
+  const [weight, setWeight] = useState<string | null>(null);
+  const shown = weight ?? (current.data ? String(current.data.weight) : "");
+  const save = useAction(
+    () =>
+      unwrap(
+        api.PATCH("/api/v1/projects/{project_id}", {
+          params: { path: { project_id: projectId } },
+          body: { weight: Number(shown) },
+        }),
+      ),
+    [["project", projectId]],
+    () => setWeight(null),
+  );
+  const err = save.error instanceof ApiError ? save.error : null;
+  return (
+    <Card title="Fair share" testId="settings-weight">
+      <p className="mb-3 text-sm text-slate-600">
+        Workers that serve several projects share their slots between the projects with work in proportion to their
+        weight (1–1,000; default 1), whatever their queues&apos; priorities: a queue&apos;s priority orders only its own
+        project&apos;s queues. Organization admins set it.
+      </p>
+      {isAdmin ? (
+        <form
+          className="grid gap-3 sm:grid-cols-[12rem_auto] sm:items-start"
+          onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            save.mutate(undefined);
+          }}
+        >
+          <Field label="Weight" name="project-weight" error={err ? (err.fieldMessage("weight") ?? err.message) : null}>
+            {({ id, invalid }) => (
+              <Input
+                id={id}
+                invalid={invalid}
+                data-testid="project-weight-input"
+                type="number"
+                required
+                value={shown}
+                onChange={(e) => setWeight(e.target.value)}
+              />
+            )}
+          </Field>
+          <Button type="submit" variant="primary" className="sm:mt-5" busy={save.isPending}>
+            Save weight
+          </Button>
+        </form>
+      ) : (
+        <p className="text-sm text-slate-700">
+          Weight <strong data-testid="project-weight">{current.data?.weight ?? "…"}</strong>
+        </p>
+      )}
+      {save.isSuccess && weight === null && (
+        <p className="mt-2 text-sm text-emerald-700" data-testid="project-weight-saved">
+          Saved.
+        </p>
       )}
     </Card>
   );

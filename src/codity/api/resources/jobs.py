@@ -14,7 +14,7 @@ from fastapi import Header, Query, Response
 from pydantic import AwareDatetime
 
 from codity import core
-from codity.api.deps import DbPool, ProjectScope
+from codity.api.deps import AppSettings, DbPool, ProjectScope
 from codity.api.masking import masked
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.ratelimit import check_enqueue_quota
@@ -212,9 +212,13 @@ async def read_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobDetail:
     return job.model_copy(update={"logs": [masked(ctx, line, "fields") for line in job.logs]})
 
 
-async def explain_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobExplanation:
+async def explain_job(
+    ctx: ProjectScope, pool: DbPool, settings: AppSettings, job_id: JobId
+) -> JobExplanation:
     """Why the job is not running: each blocker with the data behind it, or `claimable`."""
-    return await store.explain_job(pool, ctx.project_id, job_id)
+    return await store.explain_job(
+        pool, ctx.project_id, job_id, dead_after_ms=settings.dead_worker_after_ms
+    )
 
 
 async def read_job_logs(

@@ -18,6 +18,15 @@ async def constraint_errors(what: str) -> AsyncIterator[None]:
     except asyncpg.UniqueViolationError:
         raise NameTakenError(f"a {what} with that name already exists") from None
     except asyncpg.CheckViolationError as exc:
+        message = CHECK_MESSAGES.get(exc.constraint_name or "")
         raise ValidationError(
-            f"the {what} settings are not consistent", details={"constraint": exc.constraint_name}
+            message or f"the {what} settings are not consistent",
+            details={"constraint": exc.constraint_name},
         ) from None
+
+
+#: What a CHECK that a request can break means, said the way the request model would say it.
+CHECK_MESSAGES = {
+    # A PATCH is checked on the merged row: the model sees only the fields sent.
+    "ck_queues_rate_limit_per_key_needs_a_limit": "rate_limit_per_key needs a rate_limit",
+}

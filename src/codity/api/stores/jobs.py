@@ -111,9 +111,13 @@ async def get_job_detail(conn: Conn, project_id: UUID, job_id: int) -> JobDetail
     return JobDetail.model_validate(data)
 
 
-async def explain_job(conn: Conn, project_id: UUID, job_id: int) -> JobExplanation:
-    """Why the job is not running: the claim's rules (domain.flow.explain) on its facts."""
-    row = await bind("api_jobs_explain", project_id=project_id, job_id=job_id).fetchrow(conn)
+async def explain_job(
+    conn: Conn, project_id: UUID, job_id: int, *, dead_after_ms: int
+) -> JobExplanation:
+    """Why the job is not running: the claim's rules (domain.flow.explain) on its facts. A
+    worker counts as live while it is active and has beaten within `dead_after_ms`."""
+    q = bind("api_jobs_explain", project_id=project_id, job_id=job_id, dead_after_ms=dead_after_ms)
+    row = await q.fetchrow(conn)
     if row is None:
         raise JobNotFoundError(f"no job {job_id} in this project")
     now: datetime = await conn.fetchval("SELECT clock_timestamp()")

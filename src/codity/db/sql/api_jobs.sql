@@ -120,7 +120,9 @@ AND l.id > :after_id::bigint;
 -- Why a job is not running: every fact the claim would weigh, in one read (no locks taken;
 -- the answer is a snapshot). The rules that turn these facts into blockers are
 -- codity.domain.flow.explain. Other projects appear only as counts (fair shares), never by
--- name or id. Parameters: :project_id uuid, :job_id bigint.
+-- name or id. A live worker is active AND has beaten within :dead_after_ms (the sweep's
+-- DEAD_WORKER_AFTER_MS): a crashed one stays 'active' until the sweep marks it dead, but it
+-- claims nothing. Parameters: :project_id uuid, :job_id bigint, :dead_after_ms integer.
 WITH job AS (
   SELECT j.id, j.status::text AS status, j.run_at, j.handler, j.concurrency_key,
          j.priority, j.queue_id, q.project_id, q.is_paused, q.concurrency_limit,
@@ -129,10 +131,11 @@ WITH job AS (
   FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN projects p ON p.id = q.project_id
   WHERE q.project_id = :project_id::uuid AND j.id = :job_id::bigint
 ),
-live AS (  -- active workers serving the job's queue (by name, or every queue: "*")
+live AS (  -- live workers serving the job's queue (by name, or every queue: "*")
   SELECT w.id, w.capacity, w.handlers
   FROM workers w, job
   WHERE w.status = 'active'
+    AND w.last_heartbeat_at >= now() - :dead_after_ms::integer * interval '1 millisecond'
     AND (EXISTS (SELECT 1 FROM worker_queues wq WHERE wq.worker_id = w.id AND wq.queue_id = job.queue_id)
          OR w.queue_names @> '["*"]'::jsonb)
 ),
