@@ -57,11 +57,17 @@ class Heartbeat(LoopService):
         self._claim_lock = claim_lock
         self._write_lock = write_lock
         self.given_back = 0
+        self._beaten = False
 
     def on_error(self, exc: Exception) -> None:
         self.held_conn.discard()  # it may be broken mid-operation: the next round reconnects
 
     async def run_once(self) -> bool:
+        if self.iterations == 0 and not self._beaten:
+            # Not at start: registering just set the heartbeat, nothing is leased yet, and a
+            # beat now would hold the claim lock while the first claim waits for it.
+            self._beaten = True
+            return False
         conn = await self.held_conn.get()
         async with self._claim_lock, self._write_lock:
             sent_at = time.monotonic()  # the extended leases run from later (the server's now)

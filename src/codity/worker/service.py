@@ -75,6 +75,24 @@ class Worker:
         self._completer: Completer | None = None
         self._executor: Executor | None = None
         self._components: list[LoopService] = []
+        # The connections the producer and the writer (completer, marker, heartbeat) hold. A
+        # statement that hangs longer than timeout_s is given up (see worker.connection):
+        # never shorter than a lease, so a busy server is not mistaken for a silent one.
+        timeout_s = max(COMMAND_TIMEOUT_FLOOR_S, config.lease_ms / 1000)
+        self._writer = HeldConnection(
+            config.database_url, application_name="codity-worker", command_timeout_s=timeout_s
+        )
+        self._producer_conn = HeldConnection(
+            config.database_url, application_name="codity-worker", command_timeout_s=timeout_s
+        )
+        # claim_jobs_flow runs on a connection of its own that keeps its plan (opened only when
+        # the worker claims through it: flow control or fair shares).
+        self._flow_conn = HeldConnection(
+            config.database_url,
+            application_name="codity-worker",
+            generic_plans=True,
+            command_timeout_s=timeout_s,
+        )
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -84,11 +102,19 @@ class Worker:
         if pool is None:
             return
         self._pool = pool
+        # The producer's and the writer's connections open while the worker registers (each is
+        # a connect plus codec set-up: tens of milliseconds before the first claim otherwise);
+        # one that fails here is simply opened again on first use.
+        warm = asyncio.gather(self._producer_conn.get(), self._writer.get(), return_exceptions=True)
         try:
-            if await retry("register", self._register, stop=stop) is None:
+            registered = await retry("register", self._register, stop=stop)
+            await warm
+            if registered is None:
                 return
             await self._serve(stop)
         finally:
+            for held in (self._writer, self._producer_conn, self._flow_conn):
+                await held.release()  # (also released by _serve; releasing twice is a no-op)
             self._threads.shutdown(wait=False, cancel_futures=True)
             try:
                 await asyncio.wait_for(self._pool.close(), timeout=5)
@@ -140,23 +166,7 @@ class Worker:
     async def _serve(self, stop: asyncio.Event) -> None:
         assert self.worker_id is not None, "the worker registers before it serves"
         cfg = self.config
-        # A statement that hangs longer than this is given up (see worker.connection): never
-        # shorter than a lease, so a busy server is not mistaken for a silent one.
-        timeout_s = max(COMMAND_TIMEOUT_FLOOR_S, cfg.lease_ms / 1000)
-        writer = HeldConnection(
-            cfg.database_url, application_name="codity-worker", command_timeout_s=timeout_s
-        )
-        producer_conn = HeldConnection(
-            cfg.database_url, application_name="codity-worker", command_timeout_s=timeout_s
-        )
-        # claim_jobs_flow runs on a connection of its own that keeps its plan (opened only when
-        # the worker claims through it: flow control or fair shares).
-        flow_conn = HeldConnection(
-            cfg.database_url,
-            application_name="codity-worker",
-            generic_plans=True,
-            command_timeout_s=timeout_s,
-        )
+        writer, producer_conn, flow_conn = self._writer, self._producer_conn, self._flow_conn
         if self._flow:
             await retry("connect", flow_conn.get, stop=stop)  # up front, not in the first claim
         self._completer = completer = Completer(writer, write_lock=self._write_lock)
