@@ -48,7 +48,6 @@ class Producer(LoopService):
         self,
         conn: HeldConnection,
         *,
-        flow_conn: HeldConnection | None = None,
         flow_first: bool = False,
         worker_id: UUID,
         capacity: int,
@@ -65,7 +64,6 @@ class Producer(LoopService):
     ) -> None:
         super().__init__(conn, interval_ms=poll_interval_ms, wake=wake)
         self.held = conn
-        self._flow_held = flow_conn
         self._worker_id = worker_id
         self._capacity = capacity
         self._lease_ms = lease_ms
@@ -85,8 +83,6 @@ class Producer(LoopService):
 
     def on_error(self, exc: Exception) -> None:
         self.held.discard()  # it may be broken mid-operation: the next round reconnects
-        if self._flow_held is not None:
-            self._flow_held.discard()
 
     async def run_once(self) -> bool:
         if self._refresh_queues is not None and time.monotonic() >= self._next_refresh:
@@ -108,7 +104,6 @@ class Producer(LoopService):
                 free,
                 fair=self._fair(),
                 cursors=None if rescan else self._cursors,
-                flow_conn=self._flow_held.get if self._flow_held is not None else None,
             )
             self.claims += 1
             if claimed.jobs:

@@ -79,19 +79,19 @@ class Worker:
         # statement that hangs longer than timeout_s is given up (see worker.connection):
         # never shorter than a lease, so a busy server is not mistaken for a silent one.
         timeout_s = max(COMMAND_TIMEOUT_FLOOR_S, config.lease_ms / 1000)
+        # Both keep their statements' plans (generic_plans: planned once per connection instead
+        # of on every claim and every flush; the statements are written for it, claim.sql).
         self._writer = HeldConnection(
-            config.database_url, application_name="codity-worker", command_timeout_s=timeout_s
-        )
-        self._producer_conn = HeldConnection(
-            config.database_url, application_name="codity-worker", command_timeout_s=timeout_s
-        )
-        # claim_jobs_flow runs on a connection of its own that keeps its plan (opened only when
-        # the worker claims through it: flow control or fair shares).
-        self._flow_conn = HeldConnection(
             config.database_url,
             application_name="codity-worker",
-            generic_plans=True,
             command_timeout_s=timeout_s,
+            generic_plans=True,
+        )
+        self._producer_conn = HeldConnection(
+            config.database_url,
+            application_name="codity-worker",
+            command_timeout_s=timeout_s,
+            generic_plans=True,
         )
 
     # ---------------------------------------------------------------- lifecycle
@@ -113,7 +113,7 @@ class Worker:
                 return
             await self._serve(stop)
         finally:
-            for held in (self._writer, self._producer_conn, self._flow_conn):
+            for held in (self._writer, self._producer_conn):
                 await held.release()  # (also released by _serve; releasing twice is a no-op)
             self._threads.shutdown(wait=False, cancel_futures=True)
             try:
@@ -166,9 +166,7 @@ class Worker:
     async def _serve(self, stop: asyncio.Event) -> None:
         assert self.worker_id is not None, "the worker registers before it serves"
         cfg = self.config
-        writer, producer_conn, flow_conn = self._writer, self._producer_conn, self._flow_conn
-        if self._flow:
-            await retry("connect", flow_conn.get, stop=stop)  # up front, not in the first claim
+        writer, producer_conn = self._writer, self._producer_conn
         self._completer = completer = Completer(writer, write_lock=self._write_lock)
         slot_freed = asyncio.Event()
         self._executor = executor = Executor(
@@ -182,7 +180,6 @@ class Worker:
         )
         producer = Producer(
             producer_conn,
-            flow_conn=flow_conn,
             flow_first=self._flow,
             worker_id=self.worker_id,
             capacity=cfg.capacity,
@@ -257,7 +254,6 @@ class Worker:
             await asyncio.gather(*bg_tasks, return_exceptions=True)
             await writer.release()
             await producer_conn.release()
-            await flow_conn.release()
         if crashed:
             raise RuntimeError(f"worker component {crashed[0].get_name()} crashed")
 

@@ -125,7 +125,10 @@ SET status = 'claimed',
     execution_seq = j.execution_seq + 1,
     updated_at = now()
 FROM candidates sel
-WHERE j.id = sel.id
+-- = ANY(ARRAY(...)): the UPDATE finds its rows by primary key in a generic plan too (the
+-- worker keeps this statement's plan: worker.connection), instead of a hash join over an
+-- estimated fraction of the table.
+WHERE j.id = sel.id AND j.id = ANY(ARRAY(SELECT c.id FROM candidates c))
 RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
           j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent,
           (SELECT s.flow_queues FROM served s) AS flow_queues;

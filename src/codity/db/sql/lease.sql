@@ -74,7 +74,10 @@ doomed AS (
       SELECT dep.job_id FROM job_dependencies dep
       WHERE dep.depends_on_id IN (SELECT id FROM stray WHERE status = 'cancelled')
       UNION
-      SELECT dep.job_id FROM job_dependencies dep JOIN d ON dep.depends_on_id = d.id
+      -- LATERAL ... OFFSET 0: an index probe per job found, whatever the plan's estimates
+      SELECT x.job_id FROM d CROSS JOIN LATERAL (
+        SELECT dep.job_id FROM job_dependencies dep WHERE dep.depends_on_id = d.id OFFSET 0
+      ) x
     ) SELECT id FROM d
   ) x
 ),
@@ -82,8 +85,8 @@ doomed_cancelled AS (
   UPDATE jobs j
   SET status = 'cancelled', finished_at = now(), updated_at = now(),
       last_error = 'a job it depends on was dead-lettered or cancelled'
-  FROM doomed
-  WHERE j.id = doomed.id AND j.status IN ('waiting', 'scheduled', 'queued')
+  -- = ANY(ARRAY(...)): by primary key in the writer's kept (generic) plan too
+  WHERE j.id = ANY(ARRAY(SELECT id FROM doomed)) AND j.status IN ('waiting', 'scheduled', 'queued')
 ),
 woken AS (
   SELECT count(pg_notify('codity_jobs', q::text)) AS n

@@ -50,13 +50,16 @@ SELECT d.id, (SELECT woken FROM dependants) AS woken FROM done d;
 WITH RECURSIVE doomed(id) AS (
   SELECT d.job_id FROM job_dependencies d WHERE d.depends_on_id = ANY($1::bigint[])
   UNION
-  SELECT d.job_id FROM job_dependencies d JOIN doomed ON d.depends_on_id = doomed.id
+  -- LATERAL ... OFFSET 0: an index probe per job found, whatever the plan's estimates
+  SELECT x.job_id FROM doomed CROSS JOIN LATERAL (
+    SELECT d.job_id FROM job_dependencies d WHERE d.depends_on_id = doomed.id OFFSET 0
+  ) x
 )
 UPDATE jobs j
 SET status = 'cancelled', finished_at = now(), updated_at = now(),
     last_error = 'a job it depends on was dead-lettered or cancelled'
-FROM doomed
-WHERE j.id = doomed.id AND j.status IN ('waiting', 'scheduled', 'queued')
+-- = ANY(ARRAY(...)): by primary key in the writer's kept (generic) plan too (worker.connection)
+WHERE j.id = ANY(ARRAY(SELECT id FROM doomed)) AND j.status IN ('waiting', 'scheduled', 'queued')
 RETURNING j.id;
 
 -- name: lock_failing_jobs

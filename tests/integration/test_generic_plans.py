@@ -1,0 +1,126 @@
+"""The worker's statements keep their index paths in a generic plan.
+
+The worker's producer and writer connections plan each statement once and keep the plan
+(`plan_cache_mode = force_generic_plan`, worker.connection): a generic plan knows nothing of
+the values, so a statement whose plan depended on them (a join over "10% of jobs") would read
+the whole table on every claim or flush. Each statement is PREPAREd and EXPLAINed through the
+plan cache with generic plans forced, on a filled table; none may scan `jobs`, `job_executions`
+or `job_dependencies` sequentially, and the claim keeps Limit -> LockRows -> Index Scan.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import pytest
+from tests.factories import make_queue, make_worker
+from tests.integration.test_explain import claim_plan_problems
+
+from codity import core
+from codity.db import explain
+from codity.db.queries import sql
+
+GENERIC_FILL_ROWS = 50_000
+BIG_TABLES = {"jobs", "job_executions", "job_dependencies", "job_logs"}
+
+
+def _seq_scans(plan: dict[str, Any]) -> list[str]:
+    return [
+        n["Relation Name"]
+        for n in explain.walk(plan)
+        if n["Node Type"] == "Seq Scan" and n.get("Relation Name") in BIG_TABLES
+    ]
+
+
+async def _generic_plan(conn: asyncpg.Connection[Any], name: str, args: tuple[Any, ...]) -> Any:
+    """EXPLAIN EXECUTE of the named statement PREPAREd with its parameter types, generic plan
+    forced: the plan the worker's connections keep."""
+    oids = [t.oid for t in (await conn.prepare(sql(name))).get_parameters()]
+    types = await conn.fetchval(
+        "SELECT array_agg(format_type(o, NULL) ORDER BY n) FROM unnest($1::oid[]) "
+        "WITH ORDINALITY AS t(o, n)",
+        oids,
+    )
+    await conn.execute(f"PREPARE generic_probe ({', '.join(types)}) AS {sql(name)}")
+    try:
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        # EXECUTE takes no bind parameters: the values go in as typed literals.
+        literals = [
+            await conn.fetchval(f"SELECT quote_nullable($1::{t}::text) || '::{t}'", arg)
+            for arg, t in zip(args, types, strict=True)
+        ]
+        raw = await conn.fetchval(
+            f"EXPLAIN (FORMAT JSON) EXECUTE generic_probe ({', '.join(literals)})"
+        )
+    finally:
+        await conn.execute("RESET plan_cache_mode")
+        await conn.execute("DEALLOCATE generic_probe")
+    return explain.root_node(raw)
+
+
+@dataclass(frozen=True)
+class Filled:
+    queue_id: uuid.UUID
+    worker_id: uuid.UUID
+
+
+@pytest.fixture
+async def filled(db: asyncpg.Connection[Any]) -> Filled:
+    """A queue of GENERIC_FILL_ROWS queued jobs, as a drain begins (the table statistics are
+    those of a big queued backlog: where a value-blind plan would rather hash all of jobs)."""
+    queue_id = await make_queue(db)
+    await core.enqueue_many(db, queue_id, [core.NewJob("noop")] * GENERIC_FILL_ROWS)
+    await db.execute("VACUUM ANALYZE jobs")
+    return Filled(queue_id, await make_worker(db))
+
+
+async def test_the_claims_generic_plans_use_the_claim_index_and_the_primary_key(
+    db: asyncpg.Connection[Any], filled: Filled
+) -> None:
+    w, q = filled.worker_id, filled.queue_id
+    cursor = ([0], [None], [0])
+    plain = (w, 30_000, [q], 100, None, None, None)
+    for name, args in (
+        ("claim_jobs", plain),
+        ("claim_jobs", (w, 30_000, [q], 100, *cursor)),
+        ("claim_jobs_flow", (w, 30_000, [q], 100, False, None, None, None)),
+        ("claim_jobs_flow", (w, 30_000, [q], 100, True, *cursor)),
+    ):
+        plan = await _generic_plan(db, name, args)
+        assert _seq_scans(plan) == [], f"{name}: {explain.shape(plan)}"
+    assert claim_plan_problems(await _generic_plan(db, "claim_jobs", plain)) == []
+
+
+async def test_the_writers_generic_plans_find_jobs_by_key(
+    db: asyncpg.Connection[Any], filled: Filled
+) -> None:
+    ids = list(range(1, 101))
+    workers = [filled.worker_id] * 100
+    seqs = [1] * 100
+    statements: list[tuple[str, tuple[Any, ...]]] = [
+        ("complete_jobs", (ids, workers, seqs, [None] * 100, [None] * 100)),
+        ("lock_failing_jobs", (ids, workers, seqs)),
+        (
+            "apply_failures",
+            (
+                ids,
+                ["queued"] * 100,
+                [0] * 100,
+                ["e"] * 100,
+                [None] * 100,
+                ["failed"] * 100,
+                [None] * 100,
+            ),
+        ),
+        ("mark_running", (ids, workers, seqs, [None] * 100)),
+        ("heartbeat", (filled.worker_id, 30_000, 100, ids, seqs, 0)),
+        ("append_logs", (1, filled.worker_id, 1, ["info"], ["m"], [{}], [None])),
+        ("cancel_dependants", (ids,)),
+        ("notify_queues", ([uuid.uuid4()],)),
+    ]
+    for name, args in statements:
+        plan = await _generic_plan(db, name, args)
+        assert _seq_scans(plan) == [], f"{name}: {explain.shape(plan)}"
