@@ -34,6 +34,7 @@ from codity.db.pool import connect, create_pool
 from codity.db.queries import sql
 from codity.worker import HandlerRegistry, JobContext
 from codity.worker.config import WorkerConfig
+from codity.worker.gc_tuning import tune_for_worker
 from codity.worker.service import Worker
 
 MECHANISMS: Final = ("fair shares", "key limit", "rate limit")
@@ -127,6 +128,7 @@ async def drain(
             total: int = await pool.fetchval("SELECT count(*) FROM jobs")
             fair = mechanism == "fair shares" and on
             stop = asyncio.Event()
+            tune_for_worker()  # the settings `codity worker` runs with (worker.gc_tuning)
             started = time.perf_counter()
             tasks = [
                 asyncio.create_task(Worker(_config(url, capacity, fair), registry).run(stop))

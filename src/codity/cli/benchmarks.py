@@ -36,6 +36,7 @@ from codity.db.dsn import plain_dsn, with_database
 from codity.db.pool import connect, create_pool
 from codity.worker import HandlerRegistry, JobContext
 from codity.worker.config import WorkerConfig
+from codity.worker.gc_tuning import tune_for_worker
 from codity.worker.service import Worker
 
 ENQUEUE_CHUNK = 5000
@@ -197,6 +198,7 @@ async def throughput(
             history: int = await pool.fetchval("SELECT coalesce(max(id), 0) FROM jobs")
             await _fill(pool, queue_id, jobs, "noop")
             stop = asyncio.Event()
+            tune_for_worker()  # the settings `codity worker` runs with (worker.gc_tuning)
             started = time.perf_counter()
             tasks = [
                 asyncio.create_task(Worker(_worker_config(url, capacity), registry).run(stop))
@@ -230,6 +232,7 @@ async def latency(server_url: str, count: int, rate: float) -> Latency:
         try:
             queue_id = await _make_queue(pool)
             stop = asyncio.Event()
+            tune_for_worker()  # the settings `codity worker` runs with (worker.gc_tuning)
             worker = Worker(_worker_config(url, 10, poll_interval_ms=1000), registry)
             task = asyncio.create_task(worker.run(stop))
             await asyncio.wait_for(worker.ready.wait(), 30)
@@ -626,6 +629,7 @@ async def steady(
             if hold_snapshot:
                 await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                 await holder.fetchval("SELECT count(*) FROM queues")  # takes the snapshot
+            tune_for_worker()  # the settings `codity worker` runs with (worker.gc_tuning)
             ws = [Worker(_worker_config(url, capacity), registry) for _ in range(workers)]
             tasks = [asyncio.create_task(w.run(stop)) for w in ws]
             for w in ws:

@@ -15,6 +15,7 @@ from codity.cli._service import run_until_signalled, setup_logging
 from codity.tasks import load_app
 from codity.worker import default_registry
 from codity.worker.config import WorkerConfig
+from codity.worker.gc_tuning import tune_for_worker
 from codity.worker.service import Worker
 
 
@@ -57,6 +58,7 @@ def worker_command(
             cfg, database_url=url, version=VERSION, capacity=capacity, queue_names=names or None
         )
         worker = Worker(config, default_registry)
+        tune_for_worker()  # everything the process runs is loaded now
         run_until_signalled(worker.run)
     if any(
         t.is_alive() and not t.daemon

@@ -52,6 +52,8 @@ def _dedupe(items: Sequence[Any]) -> list[Any]:
     # One outcome per attempt per call: an attempt listed twice would write two executions.
     # By fence, not job id: a stale attempt's outcome (it matches no row) must not push out the
     # outcome of the job's current attempt in the same batch.
+    if len({item.fence.job_id for item in items}) == len(items):
+        return list(items)  # the usual batch: one outcome per job (a set of ints, no UUID hash)
     seen: dict[Fence, Any] = {}
     for item in items:
         seen.setdefault(item.fence, item)

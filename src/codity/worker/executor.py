@@ -245,22 +245,23 @@ class Executor:
             deadline = datetime.now(UTC) + timedelta(milliseconds=job.timeout_ms)
             deadline_monotonic = now + job.timeout_ms / 1000
         fence = job.fence
+        # Positional, in JobContext's field order (made for every job: keywords cost more).
         return JobContext(
-            job_id=job.id,
-            queue_id=job.queue_id,
-            handler=job.handler,
-            payload=job.payload,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            execution_seq=job.execution_seq,
-            trace_parent=job.trace_parent,
-            deadline=deadline,
-            logger=JobLogger(fence),
-            cancelled=CancelFlag(),
-            db=self._db,
-            _fence=fence,
-            _loop=loop,
-            _deadline_monotonic=deadline_monotonic,
+            job.id,
+            job.queue_id,
+            job.handler,
+            job.payload,
+            job.attempt,
+            job.max_attempts,
+            job.execution_seq,
+            deadline,
+            JobLogger(fence),
+            CancelFlag(),
+            self._db,
+            job.trace_parent,
+            fence,
+            loop,
+            deadline_monotonic,
         )
 
     async def _execute(self, rj: RunningJob) -> None:

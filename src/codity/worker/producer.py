@@ -109,7 +109,9 @@ class Producer(LoopService):
             if claimed.jobs:
                 # in hand before the lock is released
                 self._executor.start(claimed.jobs, lease_deadline=now + self._lease_ms / 1000)
-        for job in claimed.jobs:  # in claim order: the last of each queue is where it ended
+        # In claim order: the last job of each queue is where its claim ended.
+        last = {job.queue_id: job for job in claimed.jobs} if len(queue_ids) > 1 else None
+        for job in last.values() if last is not None else claimed.jobs[-1:]:
             cursor = core.ClaimCursor.after(job)
             if cursor is not None:
                 self._cursors[job.queue_id] = cursor
