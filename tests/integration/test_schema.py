@@ -107,7 +107,7 @@ async def test_execution_seq_is_unique_per_job(db: Conn) -> None:
     await _execution(db, job_id, queue_id, 1, None)
     with pytest.raises(asyncpg.UniqueViolationError) as caught:
         await _execution(db, job_id, queue_id, 1, None)
-    assert caught.value.constraint_name == "uq_job_executions_job_id_execution_seq"
+    assert caught.value.constraint_name == "pk_job_executions"  # the attempt is the key
 
 
 # --- foreign keys: cascade down ownership, SET NULL on references ---------------------------

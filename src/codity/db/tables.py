@@ -558,7 +558,6 @@ job_dependencies = Table(
 job_executions = Table(
     "job_executions",
     metadata,
-    Column("id", BigInteger, Identity(always=False), primary_key=True),
     # No foreign keys (migration 0015): every execution row is made from the job row its own
     # statement just updated, so a per-row check could never fail; a statement-level trigger on
     # jobs deletes a deleted job's executions (what CASCADE did; a deleted queue deletes its
@@ -575,7 +574,9 @@ job_executions = Table(
     Column("finished_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("error", Text, nullable=True),
     Column("traceback", Text, nullable=True),
-    UniqueConstraint("job_id", "execution_seq"),
+    # The attempt's identity (execution_seq never repeats for a job): no surrogate id beside it
+    # (migration 0017).
+    PrimaryKeyConstraint("job_id", "execution_seq"),
     Index("ix_job_executions_queue_finished", "queue_id", "finished_at"),
     Index("ix_job_executions_worker_id", "worker_id"),
 )
