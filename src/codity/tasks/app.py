@@ -1,10 +1,11 @@
 """`codity.App`: where an application's tasks are registered and how it reaches the database.
 
-    app = codity.App()                       # DATABASE_URL from the environment / .env
+    app = codity.App()            # DATABASE_URL and CODITY_PROJECT from the environment / .env
     app = codity.App("postgresql://...", project="acme/shop")
 
 `project` (an id, a slug or "org/project") says in which project the tasks' queues are found;
-without it a queue name must be unique in the database. `codity worker --app mymodule:app`
+an argument wins over the CODITY_PROJECT setting; with neither, a queue name must be unique in
+the database. `codity worker --app mymodule:app`
 runs the tasks of `app`.
 """
 
@@ -49,7 +50,7 @@ class TaskDecorator(Protocol):
 class App:
     def __init__(self, database_url: str | None = None, *, project: str | None = None) -> None:
         self._database_url = database_url
-        self.project = project
+        self._project = project
         self.registry = HandlerRegistry()
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: Set by `codity.testing.eager(app)`: enqueue runs the task inline, no database.
@@ -62,6 +63,11 @@ class App:
 
     def __repr__(self) -> str:
         return f"<codity.App tasks={sorted(self.tasks)}>"
+
+    @property
+    def project(self) -> str | None:
+        """The project the tasks' queues are looked up in: the argument, else CODITY_PROJECT."""
+        return self._project or get_settings().codity_project
 
     @property
     def database_url(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -12,6 +13,7 @@ from tests.integration.tasks import tasks_app
 from tests.integration.tasks.tasks_app import Address, app, build_report, count_words, send_welcome
 
 import codity
+from codity.settings import get_settings
 from codity.testing import TestDatabase, TestWorker, eager
 
 WHEN = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -152,6 +154,56 @@ async def test_a_queue_name_is_looked_up_in_the_apps_project(shop: TestDatabase)
     with pytest.raises(codity.QueueNotFoundError, match="acme/other/emails"):
         await elsewhere.enqueue()
     await other.aclose()
+
+
+@pytest.fixture
+def project_setting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set CODITY_PROJECT for the test (the settings are read again)."""
+
+    def set_project(value: str) -> None:
+        monkeypatch.setenv("CODITY_PROJECT", value)
+        get_settings.cache_clear()
+
+    yield set_project
+    monkeypatch.delenv("CODITY_PROJECT", raising=False)
+    get_settings.cache_clear()
+
+
+async def test_the_project_comes_from_the_argument_or_else_the_settings(
+    shop: TestDatabase, project_setting: Callable[[str], None]
+) -> None:
+    # `emails` exists in acme/shop only: without a project it would be found anyway.
+    project_setting("acme/other")
+    from_settings = codity.App(shop.url)
+
+    @from_settings.task(queue="emails", name="from-settings")
+    async def elsewhere() -> None: ...
+
+    assert from_settings.project == "acme/other"
+    with pytest.raises(codity.QueueNotFoundError, match="acme/other/emails"):
+        await elsewhere.enqueue()
+    # The argument wins over the setting.
+    from_argument = codity.App(shop.url, project="acme/shop")
+
+    @from_argument.task(queue="emails", name="from-argument")
+    async def here() -> None: ...
+
+    made = await here.enqueue()
+    project_setting("acme/shop")
+    again = await elsewhere.enqueue()
+    conn = await shop.connect()
+    try:
+        projects = await conn.fetch(
+            "SELECT o.slug || '/' || p.slug AS project FROM jobs j JOIN queues q ON q.id = "
+            "j.queue_id JOIN projects p ON p.id = q.project_id JOIN organizations o ON "
+            "o.id = p.org_id WHERE j.id = ANY($1::bigint[])",
+            [made.id, again.id],
+        )
+    finally:
+        await conn.close()
+    assert [r["project"] for r in projects] == ["acme/shop", "acme/shop"]
+    await from_settings.aclose()
+    await from_argument.aclose()
 
 
 async def test_eager_mode_runs_inline_with_the_same_validation() -> None:
