@@ -4,6 +4,7 @@ pytest plugin's fixtures), options per call, sync enqueue, eager mode."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -227,6 +228,84 @@ async def test_eager_mode_runs_inline_with_the_same_validation() -> None:
     assert runner.runs[2].context.progress_reports == [(50, "half")]
     assert words.id != report.id
     assert not app.eager
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+async def test_eager_enqueue_sync_of_an_async_task_inside_a_running_loop() -> None:
+    """A sync helper called from async code: asyncio.run would refuse to run the task there;
+    it runs on a loop of its own, with the caller's context variables."""
+    local = codity.App("postgresql://unused")
+    caller = asyncio.get_running_loop()
+
+    @local.task(name="eager.in-a-loop")
+    async def in_a_loop(n: int) -> dict[str, object]:
+        await asyncio.sleep(0)
+        return {
+            "n": n,
+            "request": REQUEST_ID.get(),
+            "own_loop": asyncio.get_running_loop() is not caller,
+        }
+
+    REQUEST_ID.set("r-1")
+    with eager(local) as runner:
+        made = in_a_loop.enqueue_sync(3)
+        (many,) = in_a_loop.enqueue_many_sync([{"n": 4}])
+    assert (made.status.value, made.created, many.created) == ("completed", True, True)
+    assert [r.result for r in runner.runs] == [
+        {"n": 3, "request": "r-1", "own_loop": True},
+        {"n": 4, "request": "r-1", "own_loop": True},
+    ]
+
+
+async def test_eager_mode_honours_idempotency_and_unique_keys() -> None:
+    local = codity.App("postgresql://unused")
+
+    @local.task(queue="emails", name="eager.welcome")
+    async def welcome(user_id: int) -> int:
+        return user_id * 10
+
+    @local.task(queue="other", name="eager.other")
+    def other(user_id: int) -> int:
+        return user_id
+
+    with eager(local) as runner:
+        # An idempotency key: the repeat returns the first job and does not run (per queue).
+        first = await welcome.options(idempotency_key="w-1").enqueue(1)
+        again = await welcome.options(idempotency_key="w-1").enqueue(2)
+        sync_again = welcome.options(idempotency_key="w-1").enqueue_sync(3)
+        elsewhere = other.options(idempotency_key="w-1").enqueue_sync(1)
+        assert (again.id, again.created) == (first.id, False)
+        assert (sync_again.id, sync_again.created) == (first.id, False)
+        assert (first.created, elsewhere.created) == (True, True)
+        assert elsewhere.id != first.id
+        assert [r.result for r in runner.runs] == [10, 1]
+
+        # Unique by default matches unfinished jobs only: an eager job has finished, so the
+        # same arguments run again (as after a worker finished the first one).
+        plain = welcome.options(unique_for_s=600)
+        a, b = await plain.enqueue(5), await plain.enqueue(5)
+        assert (b.created, b.id != a.id) == (True, True)
+        # Unless the states include `completed`: then the first job is returned.
+        done_too = welcome.options(unique_for_s=600, unique_states=["completed"])
+        c, d, e = await done_too.enqueue(7), await done_too.enqueue(7), await done_too.enqueue(8)
+        assert (d.id, d.created) == (c.id, False)
+        assert (e.created, e.id != c.id) == (True, True)
+        # The unique key names the job, not its arguments.
+        named = welcome.options(unique_for_s=600, unique_key="k", unique_states=["completed"])
+        x, y = await named.enqueue(1), named.enqueue_sync(2)
+        assert (y.id, y.created) == (x.id, False)
+        # Within one call, a repeated key gets the call's first job, whatever the states.
+        m1, m2 = await welcome.enqueue_many([plain.job(9), plain.job(9)])
+        assert (m2.id, m2.created) == (m1.id, False)
+        # Past the window, the key matches nothing.
+        short = welcome.options(unique_for_s=0.05, unique_states=["completed"])
+        f = await short.enqueue(11)
+        await asyncio.sleep(0.1)
+        g = await short.enqueue(11)
+        assert (g.created, g.id != f.id) == (True, True)
+    assert [r.result for r in runner.runs] == [10, 1, 50, 50, 70, 80, 10, 90, 110, 110]
 
 
 def test_calling_a_task_calls_the_function() -> None:
