@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
@@ -34,6 +34,8 @@ T = TypeVar("T")
 
 #: Connections the App's own pool keeps per event loop (enqueue is one statement or two).
 POOL_MAX_SIZE = 4
+#: How long a pool's graceful close may take when its loop shuts down.
+POOL_CLOSE_TIMEOUT_S = 5.0
 
 
 class TaskDecorator(Protocol):
@@ -57,6 +59,8 @@ class App:
         self.eager = False
         self.eager_runner = EagerRunner()
         self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool[Any]] = {}
+        #: Per loop, the async generator that closes its pool when the loop shuts down.
+        self._guards: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
         self._pool_lock = threading.Lock()
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
@@ -121,15 +125,55 @@ class App:
     # ---------------------------------------------------------------- connections
 
     async def pool(self) -> asyncpg.Pool[Any]:
-        """The App's pool for the running event loop (asyncpg pools belong to one loop)."""
+        """The App's pool for the running event loop (asyncpg pools belong to one loop).
+
+        A pool lives as long as its loop: it is closed when the loop shuts down (what
+        `asyncio.run` does at its end: `shutdown_asyncgens` closes the guard made here, whose
+        `finally` closes the pool while the loop still runs), so code that calls
+        `asyncio.run(task.enqueue(...))` again and again holds no connection between calls.
+        A loop closed without that shutdown (`loop.close()` after `run_until_complete`) cannot
+        run the close any more: its pool is dropped when the next loop asks for one."""
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
+            self._forget_closed_loops()
             pool = await create_pool(
                 self.database_url, min_size=1, max_size=POOL_MAX_SIZE, application_name="codity-app"
             )
             self._pools[loop] = pool
+            guard = self._close_with_loop(loop, pool)
+            await guard.asend(None)  # first iteration: the loop now finalises it at shutdown
+            self._guards[loop] = guard
         return pool
+
+    async def _close_with_loop(
+        self, loop: asyncio.AbstractEventLoop, pool: asyncpg.Pool[Any]
+    ) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            if self._pools.get(loop) is pool:
+                del self._pools[loop]
+            self._guards.pop(loop, None)
+            try:
+                await asyncio.wait_for(pool.close(), POOL_CLOSE_TIMEOUT_S)
+            except (TimeoutError, OSError, asyncpg.PostgresError):
+                pool.terminate()
+
+    def _forget_closed_loops(self) -> None:
+        """Drop the pools of loops closed without shutting their async generators down."""
+        for loop in [loop for loop in self._pools if loop.is_closed()]:
+            self._pools.pop(loop, None)
+            self._guards.pop(loop, None)
+
+    async def _release(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close `loop`'s pool (run on that loop)."""
+        guard = self._guards.pop(loop, None)
+        if guard is not None:
+            await guard.aclose()  # its finally closes the pool
+        pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.close()
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the App's background event loop and wait for it: how `enqueue_sync`
@@ -151,10 +195,7 @@ class App:
 
     async def aclose(self) -> None:
         """Close the pool of the running loop (and the background loop's, if any)."""
-        loop = asyncio.get_running_loop()
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            await pool.close()
+        await self._release(asyncio.get_running_loop())
         await asyncio.to_thread(self._close_background)
 
     def close(self) -> None:
@@ -167,9 +208,7 @@ class App:
             self._sync_loop = self._sync_thread = None
         if loop is None or thread is None:
             return
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            asyncio.run_coroutine_threadsafe(pool.close(), loop).result(timeout=10)
+        asyncio.run_coroutine_threadsafe(self._release(loop), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
 from tests.integration.tasks import tasks_app
 from tests.integration.tasks.tasks_app import Address, app, build_report, count_words, send_welcome
+from tests.waiting import wait_for
 
 import codity
 from codity.settings import get_settings
@@ -144,6 +147,68 @@ async def test_enqueue_sync_from_code_without_an_event_loop(shop: TestDatabase) 
     assert len(set(ids)) == 2
     assert await shop.job_counts() == {"queued": 2}
     await asyncio.to_thread(app.close)
+
+
+async def _app_connections(db: TestDatabase) -> int:
+    """Server connections of the App's pools (application_name codity-app) in this database."""
+    conn = await db.connect()
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'codity-app' "
+                "AND datname = current_database()"
+            )
+        )
+    finally:
+        await conn.close()
+
+
+async def test_repeated_asyncio_run_holds_no_pool_between_calls(shop: TestDatabase) -> None:
+    """`asyncio.run(task.enqueue(...))` per request: each loop's pool is closed when that loop
+    shuts down, so the App does not keep one pool (and its connections) per dead loop."""
+
+    def five_requests() -> list[int]:
+        during = []
+        for i in range(5):
+
+            async def request(i: int = i) -> int:
+                await send_welcome.enqueue(i, when=WHEN)
+                return await _app_connections(shop)
+
+            during.append(asyncio.run(request()))
+        return during
+
+    assert await asyncio.to_thread(five_requests) == [1, 1, 1, 1, 1]
+    assert await _app_connections(shop) == 0
+    assert app._pools == {}
+    assert await shop.job_counts() == {"queued": 5}
+
+
+async def test_a_pool_whose_loop_was_closed_without_shutdown_is_dropped(
+    shop: TestDatabase,
+) -> None:
+    """A loop closed without `shutdown_asyncgens` cannot close its pool any more: the next
+    loop's enqueue drops it (its connections go with it), instead of holding it forever."""
+
+    def manual_loop_then_asyncio_run() -> tuple[int, int]:
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(send_welcome.enqueue(1, when=WHEN))
+        loop.close()
+        held = len(app._pools)
+        asyncio.run(send_welcome.enqueue(2, when=WHEN))
+        return held, len(app._pools)
+
+    assert await asyncio.to_thread(manual_loop_then_asyncio_run) == (1, 0)
+    with warnings.catch_warnings():
+        # The dropped pool's sockets belong to the dead loop: only the garbage collector can
+        # close them, and it says so.
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+    async def none_left() -> bool:
+        return await _app_connections(shop) == 0
+
+    await wait_for(none_left, timeout_s=10, what="the dropped pool's connections closed")
 
 
 async def test_a_queue_name_is_looked_up_in_the_apps_project(shop: TestDatabase) -> None:
