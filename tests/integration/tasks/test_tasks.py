@@ -10,6 +10,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from tests.integration.tasks import tasks_app
@@ -209,6 +210,35 @@ async def test_a_pool_whose_loop_was_closed_without_shutdown_is_dropped(
         return await _app_connections(shop) == 0
 
     await wait_for(none_left, timeout_s=10, what="the dropped pool's connections closed")
+
+
+async def test_a_task_enqueue_stores_the_callers_trace_context(shop: TestDatabase) -> None:
+    """codity[otel]: `await task.enqueue` and `task.enqueue_sync` (which runs on the App's
+    background loop) both store the traceparent of the caller's current span."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("test.app")
+
+    def traceparent(span: Any) -> str:
+        made = span.get_span_context()
+        return f"00-{made.trace_id:032x}-{made.span_id:016x}-{int(made.trace_flags):02x}"
+
+    with tracer.start_as_current_span("request") as request:
+        in_async = await send_welcome.enqueue(1, when=WHEN)
+
+    def from_sync_code() -> tuple[int, str]:
+        with tracer.start_as_current_span("sync request") as sync_request:
+            return send_welcome.enqueue_sync(2, when=WHEN).id, traceparent(sync_request)
+
+    in_sync, sync_parent = await asyncio.to_thread(from_sync_code)
+    untraced = await send_welcome.enqueue(3, when=WHEN)
+    conn = await shop.connect()
+    try:
+        stored = dict(await conn.fetch("SELECT id, trace_parent FROM jobs"))
+    finally:
+        await conn.close()
+    assert stored == {in_async.id: traceparent(request), in_sync: sync_parent, untraced.id: None}
+    await asyncio.to_thread(app.close)
 
 
 async def test_a_queue_name_is_looked_up_in_the_apps_project(shop: TestDatabase) -> None:
