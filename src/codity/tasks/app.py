@@ -19,8 +19,9 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 import asyncpg
 
+from codity import core
 from codity.db.pool import create_pool
-from codity.domain.errors import ConfigurationError
+from codity.domain.errors import ConfigurationError, ValidationError
 from codity.settings import get_settings
 from codity.tasks.arguments import build_arguments
 from codity.tasks.eager import EagerRunner
@@ -103,17 +104,19 @@ class App:
             task_name = name or f"{fn.__module__}.{fn.__qualname__}"
             if task_name in self.tasks:
                 raise ConfigurationError(f"two tasks are named {task_name!r}")
+            defaults = TaskOptions(
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout_s=timeout_s,
+                unique_for_s=unique_for_s,
+            )
+            _check_defaults(task_name, queue, defaults)
             task: Task[Any, Any] = Task(
                 self,
                 fn,
                 name=task_name,
                 queue=queue,
-                defaults=TaskOptions(
-                    priority=priority,
-                    max_attempts=max_attempts,
-                    timeout_s=timeout_s,
-                    unique_for_s=unique_for_s,
-                ),
+                defaults=defaults,
                 arguments=build_arguments(fn, task_name),
             )
             self.registry.register(task_name, task.handler())
@@ -212,6 +215,18 @@ class App:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()
+
+
+def _check_defaults(name: str, queue: str, defaults: TaskOptions) -> None:
+    """A bad default (max_attempts=0, a priority out of range, a negative timeout, ...) is
+    refused when the task is declared, by the checks every enqueue makes, not at its first
+    enqueue."""
+    if not isinstance(queue, str) or not queue:
+        raise ConfigurationError(f"task {name!r}: queue must be a queue's name")
+    try:
+        core.check_new_job(defaults.new_job(name, {}))
+    except ValidationError as exc:
+        raise ConfigurationError(f"task {name!r}: {exc.message}") from exc
 
 
 def load_app(target: str) -> App | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import re
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -135,6 +136,17 @@ async def test_flow_control_options_per_call(shop: TestDatabase) -> None:
         await conn.close()
     with pytest.raises(codity.ValidationError, match="need unique_for_s"):
         await send_welcome.options(unique_key="k").enqueue(1, when=WHEN)
+
+
+async def test_the_decorators_unique_for_s_makes_every_enqueue_unique(shop: TestDatabase) -> None:
+    first = await tasks_app.remind.enqueue(1)
+    again = await tasks_app.remind.enqueue(1)
+    other = await tasks_app.remind.enqueue(2)
+    per_call = await tasks_app.remind.options(unique_key="r").enqueue(3)  # the default window
+    assert (again.id, again.created) == (first.id, False)
+    assert other.created
+    assert per_call.created
+    assert (await tasks_app.remind.options(unique_key="r").enqueue(4)).id == per_call.id
 
 
 def _enqueue_from_sync_code() -> list[int]:
@@ -406,6 +418,37 @@ async def test_eager_mode_honours_idempotency_and_unique_keys() -> None:
 def test_calling_a_task_calls_the_function() -> None:
     with pytest.raises(codity.ConfigurationError, match="takes a JobContext"):
         count_words(text="a", ref=uuid.uuid4())  # type: ignore[call-arg]
+
+
+BAD_DEFAULTS = [
+    ({"max_attempts": 0}, "max_attempts must be a positive integer, got 0"),
+    ({"max_attempts": -2}, "max_attempts must be a positive integer, got -2"),
+    ({"priority": 10**6}, "priority must be between"),
+    ({"timeout_s": 0}, "timeout_s must be a positive number of seconds, got 0"),
+    ({"timeout_s": -1.5}, "timeout_s must be a positive number of seconds, got -1.5"),
+    ({"timeout_s": float("nan")}, "timeout_s must be a positive number of seconds"),
+    ({"unique_for_s": 0}, "unique_for_s must be a number of seconds above 0"),
+    ({"queue": ""}, "queue must be a queue's name"),
+]
+
+
+@pytest.mark.parametrize(("defaults", "message"), BAD_DEFAULTS)
+def test_bad_task_defaults_are_refused_when_declared(
+    defaults: dict[str, Any], message: str
+) -> None:
+    local = codity.App("postgresql://unused")
+    with pytest.raises(codity.ConfigurationError, match=re.escape(message)):
+
+        @local.task(name="defaults", **defaults)
+        async def declared() -> None: ...
+
+    assert local.tasks == {}
+    assert local.registry.get("defaults") is None
+
+
+async def test_a_bad_timeout_per_call_is_refused_at_enqueue() -> None:
+    with eager(app), pytest.raises(codity.ValidationError, match="timeout_s must be a positive"):
+        await send_welcome.options(timeout_s=-1).enqueue(1, when=WHEN)
 
 
 def test_bad_task_definitions_are_refused_when_declared() -> None:
