@@ -37,14 +37,14 @@ rate-limit: setup
 	CODITY_RATE_LIMIT_S=$${CODITY_RATE_LIMIT_S:-60} $(PY) -m pytest -s tests/acceptance/services/test_services_rate_limit.py
 
 lint: setup
-	$(VENV)/bin/ruff check src tests bench scripts
-	$(VENV)/bin/ruff format --check src tests bench scripts
+	$(VENV)/bin/ruff check src tests bench scripts examples
+	$(VENV)/bin/ruff format --check src tests bench scripts examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
 format: setup
-	$(VENV)/bin/ruff check --fix src tests bench scripts
-	$(VENV)/bin/ruff format src tests bench scripts
+	$(VENV)/bin/ruff check --fix src tests bench scripts examples
+	$(VENV)/bin/ruff format src tests bench scripts examples
 
 # The dashboard: built when web/ exists and its sources changed since the last build.
 web:

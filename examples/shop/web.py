@@ -4,7 +4,8 @@
 
 The order row (SQLAlchemy ORM) and the job (`send_order_confirmation.using(session)`) commit
 together: if anything fails before the commit, there is neither an order nor an e-mail to send.
-Run it with `uvicorn shop.web:app` from `examples/` (DATABASE_URL set), beside
+Run it from `examples/` (DATABASE_URL set) with `uvicorn shop.web:create_app --factory`
+(`create_app` builds the app; there is no module-level `app`), beside
 `codity worker --app shop.tasks:app`.
 """
 

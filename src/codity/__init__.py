@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         QueueNotFoundError,
         ValidationError,
     )
+    from codity.domain.states import JobStatus
     from codity.tasks import App, Task, TaskCall
     from codity.worker.context import JobContext
 
@@ -39,6 +40,7 @@ _EXPORTS = {
     "JobContext": "codity.worker.context",
     "NewJob": "codity.core.enqueue",
     "EnqueuedJob": "codity.core.enqueue",
+    "JobStatus": "codity.domain.states",
     "CodityError": "codity.domain.errors",
     "ConfigurationError": "codity.domain.errors",
     "QueueNotFoundError": "codity.domain.errors",
@@ -52,6 +54,7 @@ __all__ = [
     "ConfigurationError",
     "EnqueuedJob",
     "JobContext",
+    "JobStatus",
     "NewJob",
     "QueueNotFoundError",
     "Task",

@@ -72,6 +72,10 @@ class Settings(BaseSettings):
         default=100, alias="DATABASE_STATEMENT_CACHE_SIZE", ge=0
     )
 
+    #: The project a `codity.App` looks its tasks' queues up in when `App(project=...)` is not
+    #: given: an id, a slug or "org/project". Unset: a queue name must be unique in the database.
+    codity_project: str | None = Field(default=None, alias="CODITY_PROJECT")
+
     jwt_secret: str = Field(default="", alias="JWT_SECRET")
     #: Keys the hash of every refresh token (HMAC-SHA256) and the CSRF token bound to it: a
     #: copy of the database alone can neither forge a session nor its CSRF token.

@@ -107,6 +107,15 @@ def test_the_wheel_holds_no_dev_tool_and_imports_from_its_own_venv(
         assert probe.returncode != 0, f"{dev_only} is installed in the deployer's venv"
 
 
+def test_the_wheel_is_a_typed_package(installed: Path, tmp_path: Path) -> None:
+    """PEP 561: `py.typed` ships in the wheel, so an application's mypy analyses codity."""
+    marker = run(installed / "bin" / "python", "-c",
+                 "import codity, pathlib; print(pathlib.Path(codity.__file__).parent / 'py.typed')",
+                 cwd=tmp_path, env=clean_env()).strip()  # fmt: skip
+    assert marker.startswith(str(installed))
+    assert Path(marker).is_file(), "py.typed is not in the wheel"
+
+
 def test_installed_wheel_migrates_and_serves_the_api_to_readyz(
     installed: Path, empty_database_url: str, tmp_path: Path
 ) -> None:

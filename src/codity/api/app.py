@@ -62,8 +62,11 @@ def create_app(
             current.database_url, max_size=POOL_MAX_SIZE, application_name="codity-api"
         )
         pruner = asyncio.create_task(ratelimit.prune_forever(app.state.pool))
-        # One LISTEN connection for the whole process, fanned out to every browser.
-        app.state.events = EventHub(current.database_url, app.state.pool)
+        # One LISTEN connection for the whole process, fanned out to every browser. LISTEN
+        # needs a session: DATABASE_DIRECT_URL when DATABASE_URL goes through a transaction
+        # pooler (PgBouncer), as the worker's notifier does.
+        listen_url = current.database_direct_url or current.database_url
+        app.state.events = EventHub(listen_url, app.state.pool)
         await app.state.events.start()
         app.state.metrics_cache = metrics.SnapshotCache()  # a new app run starts a new snapshot
         try:

@@ -436,43 +436,77 @@ def _plain_claim_row(server: str, jobs: int, runs: int) -> list[str]:
 FLOW_COLUMNS = ["flow control (the drain)", "on (median)", "off (median)", "on ÷ off"]
 
 
-def _tracing_rows(
-    server: str, jobs: int, workers: int, capacity: int, runs: int
-) -> list[list[str]]:
-    """The throughput drain with OpenTelemetry absent, installed but idle, and tracing on;
-    alternating, each run in a process of its own (bench/tracing_mode.py)."""
+#: Attempts the tracing micro-benchmark times per variant.
+TRACING_MICRO_CALLS = 200_000
+TRACING_MODES = ("hookless", "absent", "idle", "on")
+TRACING_COLUMNS = ["tracing", "codity (median)", "vs hooks removed"]
+
+
+def _tracing_script() -> Path:
     script = PEER_DIR / "tracing_mode.py"
     if not script.exists():
         fail(f"{script} not found (run from a checkout of the repository)")
-    figures: dict[str, list[float]] = {mode: [] for mode in ("absent", "idle", "on")}
+    return script
+
+
+def _tracing_run(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, str(_tracing_script()), *args],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        fail(f"tracing benchmark ({args[0]}) failed: {out.stderr.strip()[-300:]}")
+    figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def _tracing_rows(
+    server: str, jobs: int, workers: int, capacity: int, runs: int
+) -> list[list[str]]:
+    """The throughput drain with the tracing hooks removed, OpenTelemetry absent (the hooks
+    there, off), installed but idle, and tracing on, each run in a process of its own
+    (bench/tracing_mode.py), the order rotating from run to run; then the micro-benchmark of
+    the hooks' cost per call with OpenTelemetry absent."""
+    figures: dict[str, list[float]] = {mode: [] for mode in TRACING_MODES}
     for i in range(runs):
-        for mode in figures:
-            out = subprocess.run(
-                [sys.executable, str(script), mode, server,
-                 str(jobs), str(workers), str(capacity)],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            if out.returncode != 0:
-                fail(f"tracing benchmark ({mode}) failed: {out.stderr.strip()[-300:]}")
-            figures[mode].append(
-                float(json.loads(out.stdout.strip().splitlines()[-1])["jobs_per_s"])
-            )
+        order = TRACING_MODES[i % len(TRACING_MODES) :] + TRACING_MODES[: i % len(TRACING_MODES)]
+        for mode in order:
+            result = _tracing_run(mode, server, str(jobs), str(workers), str(capacity))
+            figures[mode].append(float(result["jobs_per_s"]))
             console.print(f"  run {i + 1}: {mode} {figures[mode][-1]:,.0f} jobs/s", highlight=False)
+    micro = _tracing_run("micro", str(TRACING_MICRO_CALLS))
+    console.print(
+        f"  micro: {micro['hook_ns']:.0f} ns per attempt, "
+        f"{micro['traceparent_ns']:.0f} ns per enqueue call",
+        highlight=False,
+    )
     median = _b().median
-    absent = median(figures["absent"])
+    baseline = median(figures["hookless"])
     labels = {
-        "absent": "tracing: OpenTelemetry absent (no codity[otel])",
+        "hookless": "tracing: hooks removed (OpenTelemetry absent, run_attempt bypassed)",
+        "absent": "tracing: OpenTelemetry absent (no codity[otel]), hooks in place",
         "idle": "tracing: codity[otel] installed, no tracer provider",
         "on": "tracing: on (SDK provider, a span per attempt, spans dropped)",
     }
-    return [
+    rows = [
         [
             f"{labels[mode]} ({jobs:,} jobs, {workers} workers × {capacity})",
             f"{median(values):,.0f} jobs/s (min {min(values):,.0f}, max {max(values):,.0f})",
-            f"{median(values) / absent:.2f}× absent",
+            f"{median(values) / baseline:.2f}× hooks removed",
         ]
         for mode, values in figures.items()
     ]
+    per_job_ns = 1e9 / median(figures["absent"])
+    rows.append(
+        [
+            f"tracing hooks with OpenTelemetry absent, per call (micro-benchmark, "
+            f"{TRACING_MICRO_CALLS:,} no-op attempts each way)",
+            f"{micro['hook_ns']:.0f} ns per attempt ({micro['with_hook_ns']:.0f} vs "
+            f"{micro['hookless_ns']:.0f} ns); {micro['traceparent_ns']:.0f} ns per enqueue call",
+            f"{micro['hook_ns'] / per_job_ns:.2%} of a job at the absent drain's rate",
+        ]
+    )
+    return rows
 
 
 def _show_table(headers: list[str], rows: list[list[str]]) -> None:
@@ -656,10 +690,11 @@ def tracing_command(
     runs: RunsOption = 3,
     dsn: DsnOption = None,
 ) -> None:
-    """The worker's hot path with tracing absent, installed but idle, and on (ratios)."""
+    """The worker's drain with the tracing hooks removed, OpenTelemetry absent, installed but
+    idle, and on (ratios to the first), and the hooks' own cost per call (micro-benchmark)."""
     with _server(dsn) as server:
         table = Table(show_header=True, header_style="bold")
-        for header in ("benchmark", "codity (median)", "vs absent"):
+        for header in ("benchmark", *TRACING_COLUMNS[1:]):
             table.add_column(header)
         for row in _tracing_rows(server, jobs, workers, capacity, runs):
             table.add_row(*(escape(cell) for cell in row))
@@ -854,7 +889,7 @@ def report_command(
             Section(
                 "Tracing (the worker's hot path)",
                 f"codity bench tracing --runs {runs}",
-                ["tracing", "codity (median)", "vs absent"],
+                TRACING_COLUMNS,
                 _tracing_rows(server, 20_000, 2, 100, runs),
                 TRACING_NOTES,
             ),
@@ -947,9 +982,21 @@ HISTORY_NOTES = [
     "the same drain on empty tables.",
 ]
 TRACING_NOTES = [
-    "The throughput drain with OpenTelemetry absent, installed but idle (no tracer provider), and",
-    "tracing on (SDK provider, a span per attempt, spans dropped); each run in a process of its own",
-    "(bench/tracing_mode.py), alternating.",
+    "The throughput drain in four modes, each run in a process of its own (bench/tracing_mode.py),",
+    "the order rotating from run to run; every ratio is against the first:",
+    "- **hooks removed**: OpenTelemetry absent and the worker's per-attempt hook taken out",
+    "  (`run_attempt`, whose `tracer is None` check and coroutine frame are the hook, replaced by",
+    "  a call that returns the attempt's own coroutine): the drain as if tracing had never been",
+    '  written. The claim "no cost on the hot path without codity[otel]" is the next row\'s ratio;',
+    "- **OpenTelemetry absent**: the hooks in place and off (as installed without the extra);",
+    "- **installed, no tracer provider**: the worker makes no spans;",
+    "- **on**: the SDK's provider, a span per attempt linked to the enqueuing span, spans dropped.",
+    "",
+    "A drain's run-to-run spread is larger than a hook can cost, so the last row measures the hooks",
+    "directly, OpenTelemetry absent: the real `run_attempt(..., tracer=None)` against the",
+    "hookless call on the same no-op job (alternating blocks, median), and",
+    "`tracing.current_traceparent()`, the enqueue side's hook (once per enqueue call, not per",
+    "job); the share is the attempt hook's time over one job's time at the absent drain's rate.",
 ]
 EVENTS_NOTES = [
     "`codity bench events`: the drain above with the live-events triggers and without them",

@@ -1,10 +1,11 @@
 """`codity.App`: where an application's tasks are registered and how it reaches the database.
 
-    app = codity.App()                       # DATABASE_URL from the environment / .env
+    app = codity.App()            # DATABASE_URL and CODITY_PROJECT from the environment / .env
     app = codity.App("postgresql://...", project="acme/shop")
 
 `project` (an id, a slug or "org/project") says in which project the tasks' queues are found;
-without it a queue name must be unique in the database. `codity worker --app mymodule:app`
+an argument wins over the CODITY_PROJECT setting; with neither, a queue name must be unique in
+the database. `codity worker --app mymodule:app`
 runs the tasks of `app`.
 """
 
@@ -12,14 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 import asyncpg
 
+from codity import core
 from codity.db.pool import create_pool
-from codity.domain.errors import ConfigurationError
+from codity.domain.errors import ConfigurationError, ValidationError
 from codity.settings import get_settings
 from codity.tasks.arguments import build_arguments
 from codity.tasks.eager import EagerRunner
@@ -33,6 +35,8 @@ T = TypeVar("T")
 
 #: Connections the App's own pool keeps per event loop (enqueue is one statement or two).
 POOL_MAX_SIZE = 4
+#: How long a pool's graceful close may take when its loop shuts down.
+POOL_CLOSE_TIMEOUT_S = 5.0
 
 
 class TaskDecorator(Protocol):
@@ -49,19 +53,26 @@ class TaskDecorator(Protocol):
 class App:
     def __init__(self, database_url: str | None = None, *, project: str | None = None) -> None:
         self._database_url = database_url
-        self.project = project
+        self._project = project
         self.registry = HandlerRegistry()
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: Set by `codity.testing.eager(app)`: enqueue runs the task inline, no database.
         self.eager = False
         self.eager_runner = EagerRunner()
         self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool[Any]] = {}
+        #: Per loop, the async generator that closes its pool when the loop shuts down.
+        self._guards: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
         self._pool_lock = threading.Lock()
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"<codity.App tasks={sorted(self.tasks)}>"
+
+    @property
+    def project(self) -> str | None:
+        """The project the tasks' queues are looked up in: the argument, else CODITY_PROJECT."""
+        return self._project or get_settings().codity_project
 
     @property
     def database_url(self) -> str:
@@ -93,17 +104,19 @@ class App:
             task_name = name or f"{fn.__module__}.{fn.__qualname__}"
             if task_name in self.tasks:
                 raise ConfigurationError(f"two tasks are named {task_name!r}")
+            defaults = TaskOptions(
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout_s=timeout_s,
+                unique_for_s=unique_for_s,
+            )
+            _check_defaults(task_name, queue, defaults)
             task: Task[Any, Any] = Task(
                 self,
                 fn,
                 name=task_name,
                 queue=queue,
-                defaults=TaskOptions(
-                    priority=priority,
-                    max_attempts=max_attempts,
-                    timeout_s=timeout_s,
-                    unique_for_s=unique_for_s,
-                ),
+                defaults=defaults,
                 arguments=build_arguments(fn, task_name),
             )
             self.registry.register(task_name, task.handler())
@@ -115,15 +128,55 @@ class App:
     # ---------------------------------------------------------------- connections
 
     async def pool(self) -> asyncpg.Pool[Any]:
-        """The App's pool for the running event loop (asyncpg pools belong to one loop)."""
+        """The App's pool for the running event loop (asyncpg pools belong to one loop).
+
+        A pool lives as long as its loop: it is closed when the loop shuts down (what
+        `asyncio.run` does at its end: `shutdown_asyncgens` closes the guard made here, whose
+        `finally` closes the pool while the loop still runs), so code that calls
+        `asyncio.run(task.enqueue(...))` again and again holds no connection between calls.
+        A loop closed without that shutdown (`loop.close()` after `run_until_complete`) cannot
+        run the close any more: its pool is dropped when the next loop asks for one."""
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
+            self._forget_closed_loops()
             pool = await create_pool(
                 self.database_url, min_size=1, max_size=POOL_MAX_SIZE, application_name="codity-app"
             )
             self._pools[loop] = pool
+            guard = self._close_with_loop(loop, pool)
+            await guard.asend(None)  # first iteration: the loop now finalises it at shutdown
+            self._guards[loop] = guard
         return pool
+
+    async def _close_with_loop(
+        self, loop: asyncio.AbstractEventLoop, pool: asyncpg.Pool[Any]
+    ) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            if self._pools.get(loop) is pool:
+                del self._pools[loop]
+            self._guards.pop(loop, None)
+            try:
+                await asyncio.wait_for(pool.close(), POOL_CLOSE_TIMEOUT_S)
+            except (TimeoutError, OSError, asyncpg.PostgresError):
+                pool.terminate()
+
+    def _forget_closed_loops(self) -> None:
+        """Drop the pools of loops closed without shutting their async generators down."""
+        for loop in [loop for loop in self._pools if loop.is_closed()]:
+            self._pools.pop(loop, None)
+            self._guards.pop(loop, None)
+
+    async def _release(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close `loop`'s pool (run on that loop)."""
+        guard = self._guards.pop(loop, None)
+        if guard is not None:
+            await guard.aclose()  # its finally closes the pool
+        pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.close()
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run `coro` on the App's background event loop and wait for it: how `enqueue_sync`
@@ -145,10 +198,7 @@ class App:
 
     async def aclose(self) -> None:
         """Close the pool of the running loop (and the background loop's, if any)."""
-        loop = asyncio.get_running_loop()
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            await pool.close()
+        await self._release(asyncio.get_running_loop())
         await asyncio.to_thread(self._close_background)
 
     def close(self) -> None:
@@ -161,12 +211,22 @@ class App:
             self._sync_loop = self._sync_thread = None
         if loop is None or thread is None:
             return
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            asyncio.run_coroutine_threadsafe(pool.close(), loop).result(timeout=10)
+        asyncio.run_coroutine_threadsafe(self._release(loop), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()
+
+
+def _check_defaults(name: str, queue: str, defaults: TaskOptions) -> None:
+    """A bad default (max_attempts=0, a priority out of range, a negative timeout, ...) is
+    refused when the task is declared, by the checks every enqueue makes, not at its first
+    enqueue."""
+    if not isinstance(queue, str) or not queue:
+        raise ConfigurationError(f"task {name!r}: queue must be a queue's name")
+    try:
+        core.check_new_job(defaults.new_job(name, {}))
+    except ValidationError as exc:
+        raise ConfigurationError(f"task {name!r}: {exc.message}") from exc
 
 
 def load_app(target: str) -> App | None:

@@ -17,6 +17,7 @@ with the same methods. Calling the task itself calls the function directly.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -64,8 +65,15 @@ class TaskOptions:
     def new_job(self, handler: str, payload: Any) -> core.NewJob:
         timeout_ms = None
         if self.timeout_s is not None:
-            if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, int | float):
-                raise ValidationError("timeout_s must be a number of seconds")
+            if (
+                isinstance(self.timeout_s, bool)
+                or not isinstance(self.timeout_s, int | float)
+                or not math.isfinite(self.timeout_s)
+                or self.timeout_s <= 0
+            ):
+                raise ValidationError(
+                    f"timeout_s must be a positive number of seconds, got {self.timeout_s!r}"
+                )
             timeout_ms = max(1, round(self.timeout_s * 1000))
         return core.NewJob(
             handler=handler,

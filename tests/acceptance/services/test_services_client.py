@@ -1,6 +1,7 @@
 """codity.client against a real `codity api` process: API-key and token auth, typed models,
-paginated iterators, the error envelope as typed exceptions, and 429 retried after
-Retry-After until the retries run out."""
+paginated iterators (sync and async, over several pages), the error envelope as typed
+exceptions, and 429 retried after exactly the server's Retry-After (sync and async clients)
+until the retries run out."""
 
 from __future__ import annotations
 
@@ -28,6 +29,43 @@ from codity.client import (
 )
 
 PASSWORD = "correct-horse-battery-staple"
+#: No cap below the server's Retry-After (a window of 60 s): the wait must be the header's.
+HONOURING = Retries(max_retries=2, max_delay_s=120)
+
+
+class Recorder:
+    """What went over the wire: each request's path, and the Retry-After of each 429."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.retry_after: list[float] = []
+
+    def saw(self, request: httpx.Request, response: httpx.Response) -> None:
+        self.paths.append(request.url.path)
+        if response.status_code == 429:
+            self.retry_after.append(float(response.headers["Retry-After"]))
+
+
+class RecordingTransport(httpx.HTTPTransport):
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        self.recorder.saw(request, response)
+        return response
+
+
+class AsyncRecordingTransport(httpx.AsyncHTTPTransport):
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        self.recorder.saw(request, response)
+        return response
 
 
 def _free_port() -> int:
@@ -102,24 +140,49 @@ async def test_the_client_against_a_real_api(procs: Procs, db: asyncpg.Connectio
             assert invalid.value.status == 422
 
         # The enqueue quota is 9 a minute and 7 are spent: the third enqueue is refused with
-        # 429 + Retry-After; the client waits as told (a recorded sleep here), retries, and
-        # raises the envelope once its retries are used up.
+        # 429 + Retry-After (the seconds left in the quota's window: tens of seconds); the
+        # client waits exactly that (a recorded sleep here, so the test does not wait), retries,
+        # and raises the envelope once its retries are used up.
         slept: list[float] = []
+        wire = Recorder()
         with Client(base, api_key=key, project_id=project, sleep=slept.append,
-                    retries=Retries(max_retries=2)) as api:  # fmt: skip
+                    retries=HONOURING, transport=RecordingTransport(wire)) as api:  # fmt: skip
             for _ in range(2):
                 api.jobs.enqueue(models.JobCreate(queue="emails", handler="h"))
             with pytest.raises(RateLimitedError) as limited:
                 api.jobs.enqueue(models.JobCreate(queue="emails", handler="h"))
             assert limited.value.code == "rate_limited"
-        return slept
+        return slept, wire.retry_after
 
-    slept = await asyncio.to_thread(sync_part)
-    assert len(slept) == 2
-    assert all(0 < s <= 60 for s in slept), slept  # the server's Retry-After, in seconds
+    slept, retry_after = await asyncio.to_thread(sync_part)
+    # Three 429s (the first try and two retries), and the waits are the server's Retry-After
+    # values: a jittered backoff (under 1 s for these attempts) cannot equal them.
+    assert len(retry_after) == 3
+    assert all(s >= 10 for s in retry_after), retry_after
+    assert slept == retry_after[:2]
 
-    # Token auth and the async client, with an async iterator over pages.
-    async with AsyncClient(base, token=token, project_id=project) as api:
+    # Token auth and the async client: its retries honour Retry-After the same way.
+    async_slept: list[float] = []
+
+    async def record_sleep(seconds: float) -> None:
+        async_slept.append(seconds)
+
+    async_wire = Recorder()
+    async with AsyncClient(base, token=token, project_id=project, sleep=record_sleep,
+                           retries=HONOURING,
+                           transport=AsyncRecordingTransport(async_wire)) as api:  # fmt: skip
+        with pytest.raises(RateLimitedError):
+            await api.jobs.enqueue(models.JobCreate(queue="emails", handler="h"))
+        assert len(async_wire.retry_after) == 3
+        assert async_slept == async_wire.retry_after[:2]
+        assert all(s >= 10 for s in async_slept), async_slept
+        # Async iterators over pages: limit 2 over the 8 jobs is 4 pages, fetched as it goes.
+        async_wire.paths.clear()
+        listed = [j.id async for j in api.jobs.list(limit=2)]
+        stored = [r["id"] for r in await db.fetch("SELECT id FROM jobs ORDER BY id DESC")]
+        assert len(stored) == 8
+        assert listed == stored
+        assert async_wire.paths.count(f"/api/v1/projects/{project}/jobs") >= 4
         queues = [q.name async for q in api.queues.list(limit=1)]
         assert queues == ["emails"]
         jobs = [j async for j in api.jobs.list(limit=3, status="cancelled")]

@@ -1,13 +1,20 @@
 """Through PgBouncer in transaction pooling mode (Debian's pgbouncer 1.18: no protocol-level
-prepared statements in that mode): the API, enqueue on every driver and the scheduler work
-through it, the worker claims and completes through it, and its LISTEN goes direct
-(DATABASE_DIRECT_URL), so a NOTIFY still wakes it: the poll interval is 30 s here, and every
-job completes within seconds."""
+prepared statements in that mode): the API, enqueue on every driver, an application's
+`codity.App` on its own pool (async and sync) and the scheduler (a delayed job promoted, a cron
+schedule fired) work through it, the worker claims and completes through it, and the LISTENs go
+direct (DATABASE_DIRECT_URL): a NOTIFY still wakes the worker (the poll interval is 30 s here,
+and every job completes within seconds), and the API's live-events stream delivers the job
+enqueued through it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
 import socket
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -21,7 +28,7 @@ from sqlalchemy.orm import Session
 from tests import pgbouncer as bouncer
 from tests.acceptance.services.service_procs import Procs, wait_workers
 from tests.accounts import sign_up
-from tests.factories import make_queue, make_tenant
+from tests.factories import make_queue, make_schedule, make_tenant
 from tests.waiting import wait_for
 
 from codity import core
@@ -138,6 +145,70 @@ async def _enqueue_through_the_api(
     return int(job.json()["id"])
 
 
+#: An application on codity's public API, in a process of its own: `codity.App()` takes its
+#: database (PgBouncer) and project from the environment and enqueues on the App's own pool,
+#: async and sync, more times than a prepared-statement cache would survive.
+APPLICATION = """
+import asyncio, json, codity
+
+app = codity.App()
+
+@app.task(queue="bounced", name="noop")
+async def noop(round: int) -> None: ...
+
+async def main() -> list[int]:
+    made = [(await noop.enqueue(i)).id for i in range(ROUNDS)]
+    await app.aclose()
+    return made
+
+ids = asyncio.run(main())
+ids += [noop.enqueue_sync(i).id for i in range(ROUNDS)]
+app.close()
+print(json.dumps(ids))
+"""
+
+
+def _run_application(bounced: str, project: str) -> list[int]:
+    env = {**os.environ, "DATABASE_URL": bounced, "DATABASE_STATEMENT_CACHE_SIZE": "0",
+           "CODITY_PROJECT": project, "CODITY_ENV": "test"}  # fmt: skip
+    env.pop("TEST_DATABASE_URL", None)
+    out = subprocess.run(
+        [sys.executable, "-c", f"ROUNDS = {ROUNDS}\n{APPLICATION}"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "prepared statement" not in out.stderr
+    return [int(i) for i in json.loads(out.stdout.strip().splitlines()[-1])]
+
+
+class EventStream:
+    """`GET /projects/{id}/events` read in the background: the `jobs` events' job ids."""
+
+    def __init__(self, http: httpx.AsyncClient, project: str, headers: dict[str, str]) -> None:
+        self.job_ids: set[int] = set()
+        self.kinds: list[str] = []
+        self.opened = asyncio.Event()
+        self._task = asyncio.create_task(self._read(http, f"/projects/{project}/events", headers))
+
+    async def _read(self, http: httpx.AsyncClient, path: str, headers: dict[str, str]) -> None:
+        async with http.stream("GET", path, headers=headers, timeout=None) as response:
+            assert response.status_code == 200
+            kind = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    kind = line[7:]
+                    self.kinds.append(kind)
+                    if kind == "hello":
+                        self.opened.set()
+                elif line.startswith("data: ") and kind == "jobs":
+                    self.job_ids.update(json.loads(line[6:])["job_ids"])
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+            await self._task
+
+
 async def test_api_enqueue_scheduler_and_worker_through_pgbouncer(
     procs: Procs, database_url: str, db: asyncpg.Connection[Any]
 ) -> None:
@@ -155,48 +226,83 @@ async def test_api_enqueue_scheduler_and_worker_through_pgbouncer(
 async def _run_through(
     procs: Procs, db: asyncpg.Connection[Any], database_url: str, bounced: str, queue_id: uuid.UUID
 ) -> None:
-    if True:
-        env = {
-            "DATABASE_URL": bounced,
-            "DATABASE_STATEMENT_CACHE_SIZE": "0",
-            "WORKER_POLL_INTERVAL_MS": "30000",  # only a NOTIFY can wake it in time
-        }
-        port = _free_port()
-        procs.spawn("api", "--port", str(port), env=env, name="api")
-        procs.spawn("scheduler", env=env, name="scheduler")
-        base = f"http://127.0.0.1:{port}"
+    env = {
+        "DATABASE_URL": bounced,
+        "DATABASE_STATEMENT_CACHE_SIZE": "0",
+        "WORKER_POLL_INTERVAL_MS": "30000",  # only a NOTIFY can wake it in time
+    }
+    # The LISTENs (the worker's notifier, the API's live events) need a session: direct.
+    direct = {**env, "DATABASE_DIRECT_URL": database_url}
+    port = _free_port()
+    procs.spawn("api", "--port", str(port), env=direct, name="api")
+    procs.spawn("scheduler", env=env, name="scheduler")
+    base = f"http://127.0.0.1:{port}"
 
-        async def api_ready() -> bool:
-            try:
-                async with httpx.AsyncClient() as http:
-                    return (await http.get(f"{base}/readyz", timeout=1)).status_code == 200
-            except httpx.TransportError:
-                return False
+    async def api_ready() -> bool:
+        try:
+            async with httpx.AsyncClient() as http:
+                return (await http.get(f"{base}/readyz", timeout=1)).status_code == 200
+        except httpx.TransportError:
+            return False
 
-        await wait_for(api_ready, timeout_s=30, what="the API through pgbouncer")
-        http = httpx.AsyncClient(base_url=base + "/api/v1", timeout=10)
-        project, headers = await _api_project(http, db)
-        # Started once both `bounced` queues exist: a worker given queue names resolves them once.
-        procs.spawn("worker", "-q", "bounced", "-c", "20", env={**env, "DATABASE_DIRECT_URL": database_url},
-                    name="worker")  # fmt: skip
-        await wait_workers(db, 1, listening=False)  # the LISTEN is checked at the end
-        ids = await _enqueue_on_every_driver(bounced, queue_id)
-        ids.append(await _enqueue_through_the_api(http, project, headers))
+    await wait_for(api_ready, timeout_s=30, what="the API through pgbouncer")
+    http = httpx.AsyncClient(base_url=base + "/api/v1", timeout=10)
+    project, headers = await _api_project(http, db)
+    # Started once both `bounced` queues exist: a worker given queue names resolves them once.
+    procs.spawn("worker", "-q", "bounced", "-c", "20", env=direct, name="worker")
+    await wait_workers(db, 1, listening=False)  # the LISTEN is checked at the end
+    events = EventStream(http, project, headers)
+    try:
+        await asyncio.wait_for(events.opened.wait(), 10)
+        await _enqueue_everything(db, http, bounced, queue_id, project, headers, events)
+    finally:
+        await events.close()
         await http.aclose()
+    # The worker's LISTEN is a direct session; its claims and completions went through
+    # PgBouncer (whose server connections carry the worker's application_name too).
+    listen = await db.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+        "'codity-worker-listen' AND query ILIKE 'LISTEN%'"
+    )
+    assert listen == 1
 
-        async def all_completed() -> bool:
-            done = await db.fetchval(
-                "SELECT count(*) FROM jobs WHERE id = ANY($1::bigint[]) AND status = 'completed'",
-                ids,
-            )
-            return bool(done == len(ids))
 
-        await wait_for(all_completed, timeout_s=20, what=f"{len(ids)} jobs completed")
-        assert len(set(ids)) == len(ids) == 5 * ROUNDS + 20 + 2
-        # The worker's LISTEN is a direct session; its claims and completions went through
-        # PgBouncer (whose server connections carry the worker's application_name too).
-        listen = await db.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-            "'codity-worker-listen' AND query ILIKE 'LISTEN%'"
+async def _enqueue_everything(
+    db: asyncpg.Connection[Any],
+    http: httpx.AsyncClient,
+    bounced: str,
+    queue_id: uuid.UUID,
+    project: str,
+    headers: dict[str, str],
+    events: EventStream,
+) -> None:
+    """Every way a job is made, through PgBouncer, then all of them completed by the worker."""
+    ids = await _enqueue_on_every_driver(bounced, queue_id)
+    via_api = await _enqueue_through_the_api(http, project, headers)
+    ids.append(via_api)
+    ids.extend(await asyncio.to_thread(_run_application, bounced, project))
+    # A cron schedule, fired by the scheduler through PgBouncer.
+    schedule = await make_schedule(db, queue_id, next_run_at=await db.fetchval("SELECT now()"))
+
+    async def fired() -> int | None:
+        job_id = await db.fetchval("SELECT id FROM jobs WHERE schedule_id = $1", schedule)
+        return int(job_id) if job_id is not None else None
+
+    ids.append(await wait_for(fired, timeout_s=20, what="the cron schedule fired"))
+
+    async def all_completed() -> bool:
+        done = await db.fetchval(
+            "SELECT count(*) FROM jobs WHERE id = ANY($1::bigint[]) AND status = 'completed'",
+            ids,
         )
-        assert listen == 1
+        return bool(done == len(ids))
+
+    await wait_for(all_completed, timeout_s=20, what=f"{len(ids)} jobs completed")
+    assert len(set(ids)) == len(ids) == 5 * ROUNDS + 20 + 2 + 2 * ROUNDS + 1
+    # The API's live events heard the job enqueued through it (a LISTEN through PgBouncer in
+    # transaction mode hears nothing: it lands on whichever server connection ran it).
+    await wait_for(lambda: _heard(events, via_api), timeout_s=10, what="the job's live event")
+
+
+async def _heard(events: EventStream, job_id: int) -> bool:
+    return job_id in events.job_ids

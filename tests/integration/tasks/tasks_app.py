@@ -40,3 +40,8 @@ async def build_report(ctx: codity.JobContext, days: int = 7) -> int:
     await ctx.progress(50, "half")
     seen.append(("build_report", (days, ctx.attempt)))
     return days
+
+
+@app.task(queue="emails", unique_for_s=600)
+async def remind(user_id: int) -> None:
+    """Unique by default (the decorator's unique_for_s): one reminder per user at a time."""

@@ -4,14 +4,22 @@ pytest plugin's fixtures), options per call, sync enqueue, eager mode."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
+import re
 import uuid
+import warnings
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from tests.integration.tasks import tasks_app
 from tests.integration.tasks.tasks_app import Address, app, build_report, count_words, send_welcome
+from tests.waiting import wait_for
 
 import codity
+from codity.settings import get_settings
 from codity.testing import TestDatabase, TestWorker, eager
 
 WHEN = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -130,6 +138,17 @@ async def test_flow_control_options_per_call(shop: TestDatabase) -> None:
         await send_welcome.options(unique_key="k").enqueue(1, when=WHEN)
 
 
+async def test_the_decorators_unique_for_s_makes_every_enqueue_unique(shop: TestDatabase) -> None:
+    first = await tasks_app.remind.enqueue(1)
+    again = await tasks_app.remind.enqueue(1)
+    other = await tasks_app.remind.enqueue(2)
+    per_call = await tasks_app.remind.options(unique_key="r").enqueue(3)  # the default window
+    assert (again.id, again.created) == (first.id, False)
+    assert other.created
+    assert per_call.created
+    assert (await tasks_app.remind.options(unique_key="r").enqueue(4)).id == per_call.id
+
+
 def _enqueue_from_sync_code() -> list[int]:
     made = send_welcome.enqueue_sync(7, when=WHEN)
     more = count_words.enqueue_many_sync([{"text": "a b", "ref": uuid.uuid4()}])
@@ -143,6 +162,97 @@ async def test_enqueue_sync_from_code_without_an_event_loop(shop: TestDatabase) 
     await asyncio.to_thread(app.close)
 
 
+async def _app_connections(db: TestDatabase) -> int:
+    """Server connections of the App's pools (application_name codity-app) in this database."""
+    conn = await db.connect()
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'codity-app' "
+                "AND datname = current_database()"
+            )
+        )
+    finally:
+        await conn.close()
+
+
+async def test_repeated_asyncio_run_holds_no_pool_between_calls(shop: TestDatabase) -> None:
+    """`asyncio.run(task.enqueue(...))` per request: each loop's pool is closed when that loop
+    shuts down, so the App does not keep one pool (and its connections) per dead loop."""
+
+    def five_requests() -> list[int]:
+        during = []
+        for i in range(5):
+
+            async def request(i: int = i) -> int:
+                await send_welcome.enqueue(i, when=WHEN)
+                return await _app_connections(shop)
+
+            during.append(asyncio.run(request()))
+        return during
+
+    assert await asyncio.to_thread(five_requests) == [1, 1, 1, 1, 1]
+    assert await _app_connections(shop) == 0
+    assert app._pools == {}
+    assert await shop.job_counts() == {"queued": 5}
+
+
+async def test_a_pool_whose_loop_was_closed_without_shutdown_is_dropped(
+    shop: TestDatabase,
+) -> None:
+    """A loop closed without `shutdown_asyncgens` cannot close its pool any more: the next
+    loop's enqueue drops it (its connections go with it), instead of holding it forever."""
+
+    def manual_loop_then_asyncio_run() -> tuple[int, int]:
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(send_welcome.enqueue(1, when=WHEN))
+        loop.close()
+        held = len(app._pools)
+        asyncio.run(send_welcome.enqueue(2, when=WHEN))
+        return held, len(app._pools)
+
+    assert await asyncio.to_thread(manual_loop_then_asyncio_run) == (1, 0)
+    with warnings.catch_warnings():
+        # The dropped pool's sockets belong to the dead loop: only the garbage collector can
+        # close them, and it says so.
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+    async def none_left() -> bool:
+        return await _app_connections(shop) == 0
+
+    await wait_for(none_left, timeout_s=10, what="the dropped pool's connections closed")
+
+
+async def test_a_task_enqueue_stores_the_callers_trace_context(shop: TestDatabase) -> None:
+    """codity[otel]: `await task.enqueue` and `task.enqueue_sync` (which runs on the App's
+    background loop) both store the traceparent of the caller's current span."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("test.app")
+
+    def traceparent(span: Any) -> str:
+        made = span.get_span_context()
+        return f"00-{made.trace_id:032x}-{made.span_id:016x}-{int(made.trace_flags):02x}"
+
+    with tracer.start_as_current_span("request") as request:
+        in_async = await send_welcome.enqueue(1, when=WHEN)
+
+    def from_sync_code() -> tuple[int, str]:
+        with tracer.start_as_current_span("sync request") as sync_request:
+            return send_welcome.enqueue_sync(2, when=WHEN).id, traceparent(sync_request)
+
+    in_sync, sync_parent = await asyncio.to_thread(from_sync_code)
+    untraced = await send_welcome.enqueue(3, when=WHEN)
+    conn = await shop.connect()
+    try:
+        stored = dict(await conn.fetch("SELECT id, trace_parent FROM jobs"))
+    finally:
+        await conn.close()
+    assert stored == {in_async.id: traceparent(request), in_sync: sync_parent, untraced.id: None}
+    await asyncio.to_thread(app.close)
+
+
 async def test_a_queue_name_is_looked_up_in_the_apps_project(shop: TestDatabase) -> None:
     other = codity.App(shop.url, project="acme/other")
 
@@ -152,6 +262,56 @@ async def test_a_queue_name_is_looked_up_in_the_apps_project(shop: TestDatabase)
     with pytest.raises(codity.QueueNotFoundError, match="acme/other/emails"):
         await elsewhere.enqueue()
     await other.aclose()
+
+
+@pytest.fixture
+def project_setting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set CODITY_PROJECT for the test (the settings are read again)."""
+
+    def set_project(value: str) -> None:
+        monkeypatch.setenv("CODITY_PROJECT", value)
+        get_settings.cache_clear()
+
+    yield set_project
+    monkeypatch.delenv("CODITY_PROJECT", raising=False)
+    get_settings.cache_clear()
+
+
+async def test_the_project_comes_from_the_argument_or_else_the_settings(
+    shop: TestDatabase, project_setting: Callable[[str], None]
+) -> None:
+    # `emails` exists in acme/shop only: without a project it would be found anyway.
+    project_setting("acme/other")
+    from_settings = codity.App(shop.url)
+
+    @from_settings.task(queue="emails", name="from-settings")
+    async def elsewhere() -> None: ...
+
+    assert from_settings.project == "acme/other"
+    with pytest.raises(codity.QueueNotFoundError, match="acme/other/emails"):
+        await elsewhere.enqueue()
+    # The argument wins over the setting.
+    from_argument = codity.App(shop.url, project="acme/shop")
+
+    @from_argument.task(queue="emails", name="from-argument")
+    async def here() -> None: ...
+
+    made = await here.enqueue()
+    project_setting("acme/shop")
+    again = await elsewhere.enqueue()
+    conn = await shop.connect()
+    try:
+        projects = await conn.fetch(
+            "SELECT o.slug || '/' || p.slug AS project FROM jobs j JOIN queues q ON q.id = "
+            "j.queue_id JOIN projects p ON p.id = q.project_id JOIN organizations o ON "
+            "o.id = p.org_id WHERE j.id = ANY($1::bigint[])",
+            [made.id, again.id],
+        )
+    finally:
+        await conn.close()
+    assert [r["project"] for r in projects] == ["acme/shop", "acme/shop"]
+    await from_settings.aclose()
+    await from_argument.aclose()
 
 
 async def test_eager_mode_runs_inline_with_the_same_validation() -> None:
@@ -177,9 +337,118 @@ async def test_eager_mode_runs_inline_with_the_same_validation() -> None:
     assert not app.eager
 
 
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+async def test_eager_enqueue_sync_of_an_async_task_inside_a_running_loop() -> None:
+    """A sync helper called from async code: asyncio.run would refuse to run the task there;
+    it runs on a loop of its own, with the caller's context variables."""
+    local = codity.App("postgresql://unused")
+    caller = asyncio.get_running_loop()
+
+    @local.task(name="eager.in-a-loop")
+    async def in_a_loop(n: int) -> dict[str, object]:
+        await asyncio.sleep(0)
+        return {
+            "n": n,
+            "request": REQUEST_ID.get(),
+            "own_loop": asyncio.get_running_loop() is not caller,
+        }
+
+    REQUEST_ID.set("r-1")
+    with eager(local) as runner:
+        made = in_a_loop.enqueue_sync(3)
+        (many,) = in_a_loop.enqueue_many_sync([{"n": 4}])
+    assert (made.status.value, made.created, many.created) == ("completed", True, True)
+    assert [r.result for r in runner.runs] == [
+        {"n": 3, "request": "r-1", "own_loop": True},
+        {"n": 4, "request": "r-1", "own_loop": True},
+    ]
+
+
+async def test_eager_mode_honours_idempotency_and_unique_keys() -> None:
+    local = codity.App("postgresql://unused")
+
+    @local.task(queue="emails", name="eager.welcome")
+    async def welcome(user_id: int) -> int:
+        return user_id * 10
+
+    @local.task(queue="other", name="eager.other")
+    def other(user_id: int) -> int:
+        return user_id
+
+    with eager(local) as runner:
+        # An idempotency key: the repeat returns the first job and does not run (per queue).
+        first = await welcome.options(idempotency_key="w-1").enqueue(1)
+        again = await welcome.options(idempotency_key="w-1").enqueue(2)
+        sync_again = welcome.options(idempotency_key="w-1").enqueue_sync(3)
+        elsewhere = other.options(idempotency_key="w-1").enqueue_sync(1)
+        assert (again.id, again.created) == (first.id, False)
+        assert (sync_again.id, sync_again.created) == (first.id, False)
+        assert (first.created, elsewhere.created) == (True, True)
+        assert elsewhere.id != first.id
+        assert [r.result for r in runner.runs] == [10, 1]
+
+        # Unique by default matches unfinished jobs only: an eager job has finished, so the
+        # same arguments run again (as after a worker finished the first one).
+        plain = welcome.options(unique_for_s=600)
+        a, b = await plain.enqueue(5), await plain.enqueue(5)
+        assert (b.created, b.id != a.id) == (True, True)
+        # Unless the states include `completed`: then the first job is returned.
+        done_too = welcome.options(unique_for_s=600, unique_states=["completed"])
+        c, d, e = await done_too.enqueue(7), await done_too.enqueue(7), await done_too.enqueue(8)
+        assert (d.id, d.created) == (c.id, False)
+        assert (e.created, e.id != c.id) == (True, True)
+        # The unique key names the job, not its arguments.
+        named = welcome.options(unique_for_s=600, unique_key="k", unique_states=["completed"])
+        x, y = await named.enqueue(1), named.enqueue_sync(2)
+        assert (y.id, y.created) == (x.id, False)
+        # Within one call, a repeated key gets the call's first job, whatever the states.
+        m1, m2 = await welcome.enqueue_many([plain.job(9), plain.job(9)])
+        assert (m2.id, m2.created) == (m1.id, False)
+        # Past the window, the key matches nothing.
+        short = welcome.options(unique_for_s=0.05, unique_states=["completed"])
+        f = await short.enqueue(11)
+        await asyncio.sleep(0.1)
+        g = await short.enqueue(11)
+        assert (g.created, g.id != f.id) == (True, True)
+    assert [r.result for r in runner.runs] == [10, 1, 50, 50, 70, 80, 10, 90, 110, 110]
+
+
 def test_calling_a_task_calls_the_function() -> None:
     with pytest.raises(codity.ConfigurationError, match="takes a JobContext"):
         count_words(text="a", ref=uuid.uuid4())  # type: ignore[call-arg]
+
+
+BAD_DEFAULTS = [
+    ({"max_attempts": 0}, "max_attempts must be a positive integer, got 0"),
+    ({"max_attempts": -2}, "max_attempts must be a positive integer, got -2"),
+    ({"priority": 10**6}, "priority must be between"),
+    ({"timeout_s": 0}, "timeout_s must be a positive number of seconds, got 0"),
+    ({"timeout_s": -1.5}, "timeout_s must be a positive number of seconds, got -1.5"),
+    ({"timeout_s": float("nan")}, "timeout_s must be a positive number of seconds"),
+    ({"unique_for_s": 0}, "unique_for_s must be a number of seconds above 0"),
+    ({"queue": ""}, "queue must be a queue's name"),
+]
+
+
+@pytest.mark.parametrize(("defaults", "message"), BAD_DEFAULTS)
+def test_bad_task_defaults_are_refused_when_declared(
+    defaults: dict[str, Any], message: str
+) -> None:
+    local = codity.App("postgresql://unused")
+    with pytest.raises(codity.ConfigurationError, match=re.escape(message)):
+
+        @local.task(name="defaults", **defaults)
+        async def declared() -> None: ...
+
+    assert local.tasks == {}
+    assert local.registry.get("defaults") is None
+
+
+async def test_a_bad_timeout_per_call_is_refused_at_enqueue() -> None:
+    with eager(app), pytest.raises(codity.ValidationError, match="timeout_s must be a positive"):
+        await send_welcome.options(timeout_s=-1).enqueue(1, when=WHEN)
 
 
 def test_bad_task_definitions_are_refused_when_declared() -> None:

@@ -63,3 +63,36 @@ def test_load_app_imports_a_module_from_the_current_directory(
 def test_load_app_with_a_missing_module_says_so() -> None:
     with pytest.raises(ConfigurationError, match="cannot import handler module 'no_such_mod_xyz'"):
         load_app("no_such_mod_xyz")
+
+
+def test_tasks_load_app_resolves_module_colon_attribute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codity.tasks import App
+    from codity.tasks import load_app as load_tasks_app
+
+    (tmp_path / "myapp_for_registry_test.py").write_text(
+        textwrap.dedent(
+            """
+            import codity
+
+            app = codity.App("postgresql://unused")
+            not_an_app = 42
+
+            @app.task(name="registry-test.typed")
+            def typed(n: int) -> int:
+                return n
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    app = load_tasks_app("myapp_for_registry_test:app")
+    assert isinstance(app, App)
+    assert app.registry.get("registry-test.typed") is not None
+    assert default_registry.get("registry-test.typed") is None  # the worker includes it
+    assert load_tasks_app("myapp_for_registry_test") is None  # a bare module: @handler only
+    with pytest.raises(ConfigurationError, match=r"has no codity\.App named 'missing'$"):
+        load_tasks_app("myapp_for_registry_test:missing")
+    with pytest.raises(ConfigurationError, match=r"named 'not_an_app' \(found int\)"):
+        load_tasks_app("myapp_for_registry_test:not_an_app")
