@@ -146,12 +146,6 @@ async def test_spans_an_async_task_makes_are_children_of_its_attempt(
     assert parent == attempt
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="worker/executor.py:61 runs a sync handler with threads.submit(registered.fn, ctx), "
-    "which does not carry the caller's contextvars (the attempt span) into the pool thread; "
-    "it needs threads.submit(contextvars.copy_context().run, registered.fn, ctx)",
-)
 async def test_spans_a_sync_task_makes_are_children_of_its_attempt(
     spans: tuple[Any, InMemorySpanExporter],
     database_url: str,
