@@ -43,8 +43,8 @@ AND q.name > :after_name::text;
 -- dead-letter queue included. The queue ids are an InitPlan, so the join stays an index scan
 -- of ix_job_executions_queue_finished (queue_id, finished_at). Parameters: :project_id uuid.
 SELECT m.minute,
-       count(e.id) FILTER (WHERE e.status = 'completed') AS completed,
-       count(e.id) FILTER (WHERE e.status IN ('failed', 'timed_out')) AS failed
+       count(e.job_id) FILTER (WHERE e.status = 'completed') AS completed,
+       count(e.job_id) FILTER (WHERE e.status IN ('failed', 'timed_out')) AS failed
 FROM generate_series(date_trunc('minute', now()) - interval '59 minutes',
                      date_trunc('minute', now()), interval '1 minute') AS m(minute)
 LEFT JOIN job_executions e
