@@ -8,7 +8,6 @@ import contextvars
 import gc
 import re
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -197,6 +196,10 @@ async def test_repeated_asyncio_run_holds_no_pool_between_calls(shop: TestDataba
     assert await shop.job_counts() == {"queued": 5}
 
 
+# The dropped pool's sockets belong to the dead loop: only the garbage collector can close them,
+# and it says so (a ResourceWarning from asyncpg's Connection.__del__), whenever a collection
+# happens to run -- in the thread, in asyncio.run, or below -- so the filter spans the whole test.
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
 async def test_a_pool_whose_loop_was_closed_without_shutdown_is_dropped(
     shop: TestDatabase,
 ) -> None:
@@ -212,11 +215,7 @@ async def test_a_pool_whose_loop_was_closed_without_shutdown_is_dropped(
         return held, len(app._pools)
 
     assert await asyncio.to_thread(manual_loop_then_asyncio_run) == (1, 0)
-    with warnings.catch_warnings():
-        # The dropped pool's sockets belong to the dead loop: only the garbage collector can
-        # close them, and it says so.
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
+    gc.collect()
 
     async def none_left() -> bool:
         return await _app_connections(shop) == 0
