@@ -120,6 +120,13 @@ class Settings(BaseSettings):
         default="http://localhost:5173,http://127.0.0.1:5173", alias="CORS_ORIGINS"
     )
     max_request_body_bytes: int = Field(default=1_048_576, alias="MAX_REQUEST_BODY_BYTES", gt=0)
+    #: The longest any statement of the API may run (dashboard reads, searches): PostgreSQL's
+    #: `statement_timeout` on the API's connections, and the client's own deadline a second
+    #: later (which also holds behind a pooler). A read that takes longer answers 503
+    #: `statement_timeout` instead of holding a connection and a CPU.
+    api_statement_timeout_ms: int = Field(
+        default=5000, alias="API_STATEMENT_TIMEOUT_MS", ge=100, le=600_000
+    )
     # A live-events stream ends after this long and the dashboard reconnects (re-checking its
     # token and role): a revoked user stops receiving events within this bound.
     events_stream_max_s: float = Field(default=300.0, alias="EVENTS_STREAM_MAX_S", gt=0)

@@ -238,6 +238,7 @@ def _codes_section() -> Iterator[str]:
         "method_not_allowed": 405,
         "rate_limited": 429,
         "internal_error": 500,
+        "statement_timeout": 503,  # errors.py: a statement past API_STATEMENT_TIMEOUT_MS
     }
     for code, status in extra.items():
         seen.setdefault(code, status)

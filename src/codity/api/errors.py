@@ -182,8 +182,25 @@ async def _maybe_database_unavailable(request: Request, exc: Exception) -> JSONR
     raise exc
 
 
+async def _statement_timeout(_: Request, exc: Exception) -> JSONResponse:
+    """A statement ran past API_STATEMENT_TIMEOUT_MS (PostgreSQL cancelled it, or the client's
+    deadline a second later did): 503 with its own code, so a too-broad search says what
+    happened instead of looking like an outage."""
+    log.warning("statement_timeout", error_type=type(exc).__name__)
+    return error_response(
+        503,
+        "statement_timeout",
+        "the query took too long and was cancelled; narrow the filter or retry",
+        headers={"Retry-After": "1"},
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(domain.CodityError, _codity_error)
+    # Starlette picks the most specific class: QueryCanceledError is an OperatorInterventionError
+    # (mapped to an outage below) but a cancelled statement is not an outage.
+    app.add_exception_handler(asyncpg.QueryCanceledError, _statement_timeout)
+    app.add_exception_handler(TimeoutError, _statement_timeout)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(asyncpg.IntegrityConstraintViolationError, _integrity_error)

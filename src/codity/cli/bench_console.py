@@ -234,6 +234,7 @@ async def dashboard_reads(
     fill only), then VACUUM ANALYZE, as a long-lived database would be."""
     from datetime import UTC, datetime
 
+    from codity.api.app import api_server_settings
     from codity.api.schemas.charts import ChartWindow
     from codity.api.stores import charts as charts_store
     from codity.api.stores import dead_letters as dl_store
@@ -243,9 +244,17 @@ async def dashboard_reads(
     from codity.api.stores import workers as workers_store
     from codity.db.pool import create_pool
     from codity.domain.payload_match import parse_payload_match
+    from codity.settings import get_settings
 
     async with benchmarks.scratch_database(server_url) as url:
-        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
+        # The API's own connection settings (statement_timeout, JIT off): the reads as it runs them.
+        pool = await create_pool(
+            url,
+            min_size=1,
+            max_size=2,
+            application_name="codity-bench",
+            server_settings=api_server_settings(get_settings()),
+        )
         try:
             queue_ids = []
             for t in range(tenants):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -75,8 +76,12 @@ async def create_pool(
     max_size: int = 10,
     application_name: str = "codity",
     statement_cache_size: int | None = None,
+    server_settings: Mapping[str, str] | None = None,
+    command_timeout_s: float | None = None,
 ) -> asyncpg.Pool[Any]:
-    """A pool; raises `DatabaseUnavailableError` with a readable message on failure."""
+    """A pool; raises `DatabaseUnavailableError` with a readable message on failure.
+    `server_settings`: run-time parameters sent at connection start (beside application_name);
+    `command_timeout_s`: the client's deadline per statement (asyncpg cancels it on the server)."""
     try:
         pool: asyncpg.Pool[Any] = await asyncpg.create_pool(
             plain_dsn(url),
@@ -84,7 +89,8 @@ async def create_pool(
             max_size=max_size,
             init=_init_connection,
             timeout=CONNECT_TIMEOUT_S,
-            server_settings={"application_name": application_name},
+            command_timeout=command_timeout_s,
+            server_settings={**(server_settings or {}), "application_name": application_name},
             statement_cache_size=_statement_cache_size(statement_cache_size),
         )
     except (OSError, TimeoutError, asyncpg.PostgresError) as exc:

@@ -2,11 +2,19 @@
 -- Each statement reads the project's queue ids itself (an InitPlan), so each names the tenant.
 
 -- name: api_overview_totals
--- Jobs per status. Parameters: :project_id uuid.
-SELECT j.status::text AS status, count(*) AS n
-FROM jobs j JOIN queues q ON q.id = j.queue_id
+-- Jobs per status: per queue, a grouped count that streams idx_jobs_queue_status_id in
+-- (queue_id, status) order (an index-only GroupAggregate, no hash, no parallel workers), then
+-- summed over the project's queues. A join on queues, or one count over `queue_id = ANY(...)`,
+-- let the planner hash the rows instead: 80-110 ms against ~20 ms at 100,000 jobs per project
+-- (`codity bench reads`). Parameters: :project_id uuid.
+SELECT s.status, sum(s.n)::bigint AS n
+FROM queues q
+CROSS JOIN LATERAL (
+  SELECT j.status::text AS status, count(*) AS n
+  FROM jobs j WHERE j.queue_id = q.id GROUP BY j.status
+) s
 WHERE q.project_id = :project_id::uuid
-GROUP BY j.status;
+GROUP BY s.status;
 
 -- name: api_overview_queues
 -- How many queues, and how many of them are paused. Parameters: :project_id uuid.
