@@ -247,14 +247,7 @@ async def dashboard_reads(
     from codity.settings import get_settings
 
     async with benchmarks.scratch_database(server_url) as url:
-        # The API's own connection settings (statement_timeout, JIT off): the reads as it runs them.
-        pool = await create_pool(
-            url,
-            min_size=1,
-            max_size=2,
-            application_name="codity-bench",
-            server_settings=api_server_settings(get_settings()),
-        )
+        pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
         try:
             queue_ids = []
             for t in range(tenants):
@@ -316,6 +309,16 @@ async def dashboard_reads(
                    WHERE status = 'dead_letter'"""
             )
             await pool.execute("VACUUM ANALYZE")
+            # The reads run on connections with the API's own settings (statement_timeout, JIT
+            # off), as the API runs them; the fill above needed neither.
+            await pool.close()
+            pool = await create_pool(
+                url,
+                min_size=1,
+                max_size=2,
+                application_name="codity-bench",
+                server_settings=api_server_settings(get_settings()),
+            )
             some_job = await pool.fetchval(
                 "SELECT max(j.id) FROM jobs j WHERE j.queue_id = $1", queue_ids[0]
             )
