@@ -28,6 +28,7 @@ from tests.factories import (
 )
 
 from codity import core
+from codity.api.resources import dead_letters
 from codity.scheduler.runner import SchedulerConfig, build_services
 from codity.scheduler.services import CronMaterialiser
 from codity.settings import Settings
@@ -227,3 +228,44 @@ async def test_the_scheduler_applies_the_settings_to_cron_firings(
     assert await db.fetchval("SELECT count(*) FROM jobs") == per_org  # 4 due, 3 allowed
     gaps = await db.fetch("SELECT next_run_at - $1::timestamptz AS gap FROM scheduled_jobs", fire)
     assert all(r["gap"] >= timedelta(seconds=settings.cron_min_interval_s) for r in gaps)
+
+
+async def test_a_queue_replay_re_runs_no_more_than_it_counted(
+    app: FastAPI, client: httpx.AsyncClient, owner: Session, api_db: asyncpg.Connection[Any],
+    database_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Replaying a whole queue reserves the number of its pending dead letters, then replays:
+    a dead letter that arrives in between (a worker gives up on a job at that moment) must not
+    be re-run past the reservation. Break it: call replay_queue_dead_letters without `limit`
+    in replay_many (the late one is replayed too, unreserved)."""
+    _limits(app, database_url, RATE_LIMIT_ENQUEUE_PER_MINUTE=3)
+    queue = await make_queue(api_db, owner.project_id, name="work")
+    for _ in range(2):
+        await make_dead_letter(api_db, queue, handler="h", payload={})
+    counted = dead_letters.store.pending_count
+    late: list[Any] = []
+
+    async def count_then_one_more_arrives(*args: Any) -> int:
+        n = await counted(*args)
+        late.append(await make_dead_letter(api_db, queue, handler="h", payload={"late": True}))
+        return n
+
+    monkeypatch.setattr(dead_letters.store, "pending_count", count_then_one_more_arrives)
+    r = await client.post(
+        f"{API}/projects/{owner.project_id}/dead-letters/replay",
+        json={"queue": "work"},
+        headers=owner.headers,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["replayed"] == 2
+    assert await api_db.fetchval("SELECT count(*) FROM jobs") == 2
+    (late_id,) = late
+    assert (
+        await api_db.fetchval("SELECT replayed_at FROM dead_letter_jobs WHERE id = $1", late_id)
+        is None
+    )
+    # The window holds exactly what was stored: one more job still fits, two do not.
+    used = await api_db.fetchval(
+        "SELECT count FROM rate_limit_buckets WHERE key = $1", f"enqueue:project:{owner.project_id}"
+    )
+    assert used == 2
