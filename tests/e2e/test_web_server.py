@@ -88,6 +88,23 @@ def _run(check: Callable[[], Awaitable[None]]) -> None:
         pool.submit(asyncio.run, check()).result()  # type: ignore[arg-type]
 
 
+def test_pages_whose_address_carries_a_token_send_no_referrer(dist: Path) -> None:
+    """The verification and invitation links carry their single-use token in the query
+    string: the page must not hand its address to another site in a Referer header, and may
+    not be framed. Break it: drop referrer-policy from SECURITY_HEADERS."""
+
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as web:
+            for path in ("/verify-email?token=abc.def.ghi", "/invitations/accept?token=xyz"):
+                answer = await web.get(path)
+                assert answer.status_code == 200
+                assert answer.headers["referrer-policy"] == "no-referrer"
+                assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+
+    _run(check)
+
+
 def test_spa_fallback_serves_index_for_client_routes(dist: Path) -> None:
     async def check() -> None:
         app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
