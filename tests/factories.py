@@ -315,16 +315,19 @@ async def make_api_key(
     prefix: str = "cdy_xxxxxxxx",
     key_hash: bytes | None = None,
     role: str = "member",
+    expires_in_days: int = 90,
 ) -> uuid.UUID:
-    """An API key row whose secret nobody knows (a random hash): for ownership and isolation."""
+    """An API key row whose secret nobody knows (a random hash): for ownership and isolation.
+    Every key expires (API_KEY_TTL_DAYS' default unless told)."""
     return await conn.fetchval(  # type: ignore[no-any-return]
-        """INSERT INTO api_keys (project_id, name, prefix, key_hash, role)
-           VALUES ($1, $2, $3, $4, $5) RETURNING id""",
+        """INSERT INTO api_keys (project_id, name, prefix, key_hash, role, expires_at)
+           VALUES ($1, $2, $3, $4, $5, now() + make_interval(days => $6)) RETURNING id""",
         project_id,
         name or f"k-{uuid.uuid4().hex[:8]}",
         prefix,
         key_hash if key_hash is not None else os.urandom(32),
         role,
+        expires_in_days,
     )
 
 

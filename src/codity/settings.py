@@ -176,6 +176,12 @@ class Settings(BaseSettings):
                     )
             elif not value:
                 setattr(self, name, _dev_secret(name))
+        # A short scrape token can be guessed, and /metrics names every tenant's queues.
+        if self.environment == "production" and self.metrics_token and len(self.metrics_token) < 32:
+            raise ValueError(
+                "METRICS_TOKEN must be a random value of at least 32 characters in production "
+                "(or unset, and /metrics scraped through METRICS_BIND)"
+            )
         return self
 
     @property

@@ -277,7 +277,9 @@ async def test_api_key_enqueues_in_its_project_and_sees_nothing_else(
     )
     r = await client.get(f"{API}/projects/{owner.project_id}/queues", headers=headers)
     assert_envelope(r, 401, "unauthorized")
-    await api_db.execute("UPDATE api_keys SET expires_at = NULL WHERE id = $1", key_id)
+    await api_db.execute(
+        "UPDATE api_keys SET expires_at = now() + interval '1 day' WHERE id = $1", key_id
+    )
 
     # Revoked: 401 from then on.
     r = await client.delete(

@@ -45,6 +45,8 @@ async def _echo(request: Request) -> JSONResponse:
             "forwarded_for": request.headers.getlist("x-forwarded-for"),
             "forwarded": request.headers.getlist("forwarded"),
             "real_ip": request.headers.getlist("x-real-ip"),
+            "forwarded_proto": request.headers.getlist("x-forwarded-proto"),
+            "forwarded_host": request.headers.getlist("x-forwarded-host"),
         },
         status_code=201 if request.method == "POST" else 200,
         headers={"x-request-id": "abc"},
@@ -84,6 +86,23 @@ def _run(check: Callable[[], Awaitable[None]]) -> None:
     browser suite, whose Playwright session owns this thread's event loop."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(asyncio.run, check()).result()  # type: ignore[arg-type]
+
+
+def test_pages_whose_address_carries_a_token_send_no_referrer(dist: Path) -> None:
+    """The verification and invitation links carry their single-use token in the query
+    string: the page must not hand its address to another site in a Referer header, and may
+    not be framed. Break it: drop referrer-policy from SECURITY_HEADERS."""
+
+    async def check() -> None:
+        app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
+        async with LifespanManager(app), await _client(app) as web:
+            for path in ("/verify-email?token=abc.def.ghi", "/invitations/accept?token=xyz"):
+                answer = await web.get(path)
+                assert answer.status_code == 200
+                assert answer.headers["referrer-policy"] == "no-referrer"
+                assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+
+    _run(check)
 
 
 def test_spa_fallback_serves_index_for_client_routes(dist: Path) -> None:
@@ -197,8 +216,9 @@ def test_codity_web_refuses_to_start_without_a_build(tmp_path: Path) -> None:
 
 def test_the_proxy_replaces_a_clients_own_forwarding_headers(dist: Path) -> None:
     """The API believes X-Forwarded-For from this proxy (TRUSTED_PROXIES): a client must not be
-    able to choose the address the API sees (its rate-limit bucket, its audit address).
-    Break it: forward the incoming headers again and the forged address reaches the API."""
+    able to choose the address the API sees (its rate-limit bucket, its audit address), nor
+    the scheme or host. Break it: forward the incoming headers again (or drop one name from
+    CLIENT_FORWARDING) and the forged value reaches the API."""
 
     async def check() -> None:
         app = create_web_app(dist, "http://api", transport=httpx.ASGITransport(app=UPSTREAM))
@@ -212,11 +232,15 @@ def test_the_proxy_replaces_a_clients_own_forwarding_headers(dist: Path) -> None
                 "forwarded": "for=6.6.6.6",
                 "x-real-ip": "6.6.6.6",
                 "x-forwarded-proto": "https",
+                "x-forwarded-host": "evil.example",
             }
             echoed = (await web.get("/api/v1/anything", headers=forged)).json()
             assert echoed["forwarded_for"] == ["203.0.113.9"]
             assert echoed["forwarded"] == []
             assert echoed["real_ip"] == []
+            # The scheme is the one the client used here (it decides the cookies' Secure flag).
+            assert echoed["forwarded_proto"] == ["http"]
+            assert echoed["forwarded_host"] == []
 
     _run(check)
 

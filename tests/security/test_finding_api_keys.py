@@ -13,9 +13,12 @@ from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 from tests.api.conftest import API, MakeApiKey, MakeOrgUser, Session
-from tests.factories import make_queue
+from tests.factories import make_api_key, make_queue, make_tenant
 
+from codity.db import migrate
+from codity.db.dsn import plain_dsn
 from codity.settings import Settings
 
 
@@ -122,3 +125,34 @@ async def test_every_key_expires_by_default_and_the_list_shows_its_creator(
     }
     assert key["last_used_at"] is not None
     assert "key" not in key
+
+
+async def test_no_key_is_left_without_an_expiry(empty_database_url: str) -> None:
+    """Keys from before the default expiry (expires_at NULL, which authentication took for
+    "never") get one on upgrade, and the column refuses NULL from then on. Break it: drop
+    migration 0019 (the old keys keep NULL and a NULL can still be written)."""
+    migrate.upgrade(empty_database_url, "0017")
+    conn = await asyncpg.connect(plain_dsn(empty_database_url))
+    try:
+        tenant = await make_tenant(conn)
+        ancient = await make_api_key(conn, tenant.project_id)
+        recent = await make_api_key(conn, tenant.project_id)
+        await conn.execute(
+            "UPDATE api_keys SET expires_at = NULL,"
+            " created_at = now() - CASE id WHEN $1 THEN interval '400 days'"
+            " ELSE interval '1 day' END",
+            ancient,
+        )
+        migrate.upgrade(empty_database_url)
+        rows = await conn.fetch(
+            "SELECT id, expires_at - created_at AS lifetime, expires_at - now() AS left_"
+            " FROM api_keys"
+        )
+        by_id = {r["id"]: r for r in rows}
+        # A recent key gets the default lifetime; an old one a short grace, not an instant cut.
+        assert by_id[recent]["lifetime"] == dt.timedelta(days=90)
+        assert dt.timedelta(days=6) < by_id[ancient]["left_"] <= dt.timedelta(days=7)
+        with pytest.raises(asyncpg.NotNullViolationError):
+            await conn.execute("UPDATE api_keys SET expires_at = NULL WHERE id = $1", recent)
+    finally:
+        await conn.close()

@@ -81,3 +81,37 @@ async def test_viewers_get_masked_values_members_get_them_all(
     seen = await bodies(member.headers)
     for n in range(1, 7):
         assert f"live-secret-{n}" in seen
+
+
+async def test_a_viewer_cannot_test_guesses_of_a_masked_value_by_searching(
+    client: httpx.AsyncClient,
+    owner: Session,
+    make_org_user: MakeOrgUser,
+    make_api_key: MakeApiKey,
+    api_db: asyncpg.Connection[Any],
+) -> None:
+    """The jobs list's payload search is an exact match: `api_key = "<guess>"` listing the job
+    or not would tell a viewer whether the guess is the masked value. Break it: drop the
+    `names_a_secret` check from list_jobs (the viewer's guess then finds the job)."""
+    queue = await make_queue(api_db, owner.project_id, name="hooks")
+    job = await make_job(api_db, queue, payload=PAYLOAD)
+    url = f"{API}/projects/{owner.project_id}/jobs"
+    guesses = [
+        'api_key = "live-secret-2"',
+        'headers.Authorization = "Bearer live-secret-1"',
+        'headers = {"Authorization": "Bearer live-secret-1"}',  # the key inside the value
+    ]
+    viewer = await make_org_user("viewer")
+    viewer_key, _ = await make_api_key(owner, role="viewer")
+    for headers in (viewer.headers, {"Authorization": f"Bearer {viewer_key}"}):
+        for guess in guesses:
+            r = await client.get(url, params={"payload": guess}, headers=headers)
+            assert r.status_code == 403, (guess, r.text)
+            assert r.json()["error"]["code"] == "forbidden"
+        # Searching by a key that is shown is fine.
+        r = await client.get(url, params={"payload": "headers.Accept = json"}, headers=headers)
+        assert [j["id"] for j in r.json()["items"]] == [job]
+    member = await make_org_user("member")
+    for guess in guesses:
+        r = await client.get(url, params={"payload": guess}, headers=member.headers)
+        assert [j["id"] for j in r.json()["items"]] == [job], guess

@@ -16,10 +16,12 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from pydantic import ValidationError
 from tests.api.conftest import app_client, make_settings
 
 from codity.api import metrics
 from codity.api.app import create_app
+from codity.settings import Settings
 
 
 def _free_port() -> int:
@@ -92,3 +94,20 @@ async def test_scrapes_share_one_snapshot_per_interval(
             assert len({a.text for a in answers}) == 1
         assert taken == 1
         assert app.state.metrics_cache.refreshes == 1
+
+
+def test_production_refuses_a_guessable_metrics_token() -> None:
+    """The token guards every tenant's queue names: in production it must be long enough not
+    to be guessed. Break it: drop the METRICS_TOKEN check from Settings._secrets."""
+    production = {
+        "CODITY_ENV": "production",
+        "JWT_SECRET": "p" * 40,
+        "JWT_REFRESH_SECRET": "q" * 40,
+    }
+    with pytest.raises(ValidationError, match="METRICS_TOKEN"):
+        Settings(_env_file=None, **production, METRICS_TOKEN="metrics")  # type: ignore[call-arg]
+    long_enough = "m" * 32
+    accepted = Settings(_env_file=None, **production, METRICS_TOKEN=long_enough)  # type: ignore[call-arg]
+    assert accepted.metrics_token == long_enough
+    # Outside production (tests, the demo) a short one is fine.
+    assert Settings(_env_file=None, CODITY_ENV="test", METRICS_TOKEN="m").metrics_token == "m"  # type: ignore[call-arg]

@@ -18,9 +18,19 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from tests.api.conftest import API, Session, make_settings
-from tests.factories import make_dead_letter, make_job, make_project, make_queue, make_schedule
+from tests.factories import (
+    make_dead_letter,
+    make_job,
+    make_project,
+    make_queue,
+    make_schedule,
+    make_tenant,
+)
 
 from codity import core
+from codity.api.resources import dead_letters
+from codity.scheduler.runner import SchedulerConfig, build_services
+from codity.scheduler.services import CronMaterialiser
 from codity.settings import Settings
 
 
@@ -186,3 +196,76 @@ async def test_the_scheduler_spaces_out_a_schedule_that_predates_the_minimum(
     await core.materialise_cron(db, min_interval_s=60)
     next_run = await db.fetchval("SELECT next_run_at FROM scheduled_jobs WHERE id = $1", schedule)
     assert next_run - fire >= timedelta(seconds=60)
+
+
+async def test_the_scheduler_applies_the_settings_to_cron_firings(
+    db: asyncpg.Connection[Any], database_url: str
+) -> None:
+    """The scheduler process, configured from the settings as `codity scheduler` is, counts
+    each firing against the organisation's window (across its projects) and spaces out a
+    seconds schedule. Break it: drop `enqueue_limits=` or `cron_min_interval_s=` from
+    SchedulerConfig.from_settings (the limits are then None and 0: every firing goes through
+    and the schedule is due again a second later)."""
+    settings = make_settings(
+        database_url,
+        RATE_LIMIT_ENQUEUE_PER_MINUTE=100,
+        RATE_LIMIT_ENQUEUE_PER_MINUTE_ORG=3,
+        CRON_MIN_INTERVAL_S=60,
+    )
+    tenant = await make_tenant(db)
+    other_project = await make_project(db, tenant.org_id)
+    fire = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=2)
+    for project in (tenant.project_id, other_project):
+        queue = await make_queue(db, project, name="ticks")
+        for i in range(2):
+            await make_schedule(
+                db, queue, name=f"s{i}", cron="* * * * * *", handler="h", next_run_at=fire
+            )
+    config = SchedulerConfig.from_settings(settings, database_url=database_url)
+    (cron,) = [s for s in build_services(db, config) if isinstance(s, CronMaterialiser)]
+    await cron.run_once()
+    per_org = settings.rate_limit_enqueue_per_minute_org
+    assert await db.fetchval("SELECT count(*) FROM jobs") == per_org  # 4 due, 3 allowed
+    gaps = await db.fetch("SELECT next_run_at - $1::timestamptz AS gap FROM scheduled_jobs", fire)
+    assert all(r["gap"] >= timedelta(seconds=settings.cron_min_interval_s) for r in gaps)
+
+
+async def test_a_queue_replay_re_runs_no_more_than_it_counted(
+    app: FastAPI, client: httpx.AsyncClient, owner: Session, api_db: asyncpg.Connection[Any],
+    database_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Replaying a whole queue reserves the number of its pending dead letters, then replays:
+    a dead letter that arrives in between (a worker gives up on a job at that moment) must not
+    be re-run past the reservation. Break it: call replay_queue_dead_letters without `limit`
+    in replay_many (the late one is replayed too, unreserved)."""
+    _limits(app, database_url, RATE_LIMIT_ENQUEUE_PER_MINUTE=3)
+    queue = await make_queue(api_db, owner.project_id, name="work")
+    for _ in range(2):
+        await make_dead_letter(api_db, queue, handler="h", payload={})
+    counted = dead_letters.store.pending_count
+    late: list[Any] = []
+
+    async def count_then_one_more_arrives(*args: Any) -> int:
+        n = await counted(*args)
+        late.append(await make_dead_letter(api_db, queue, handler="h", payload={"late": True}))
+        return n
+
+    monkeypatch.setattr(dead_letters.store, "pending_count", count_then_one_more_arrives)
+    r = await client.post(
+        f"{API}/projects/{owner.project_id}/dead-letters/replay",
+        json={"queue": "work"},
+        headers=owner.headers,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["replayed"] == 2
+    assert await api_db.fetchval("SELECT count(*) FROM jobs") == 2
+    (late_id,) = late
+    assert (
+        await api_db.fetchval("SELECT replayed_at FROM dead_letter_jobs WHERE id = $1", late_id)
+        is None
+    )
+    # The window holds exactly what was stored: one more job still fits, two do not.
+    used = await api_db.fetchval(
+        "SELECT count FROM rate_limit_buckets WHERE key = $1", f"enqueue:project:{owner.project_id}"
+    )
+    assert used == 2

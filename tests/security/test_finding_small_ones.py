@@ -19,10 +19,13 @@ from typing import Any
 
 import asyncpg
 import httpx
+import pytest
+from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
-from tests.api.conftest import PASSWORD, Session, login
+from tests.api.conftest import PASSWORD, Session, login, make_settings
 
-from codity.settings import INSECURE_SECRET_PREFIX, _dev_secret
+from codity.cli.api import server_config
+from codity.settings import INSECURE_SECRET_PREFIX, _dev_secret, get_settings
 from codity.settings import Settings as AppSettings
 
 
@@ -97,3 +100,49 @@ async def test_nobody_can_lock_an_account_out_by_failing_its_sign_in(
     transport = httpx.ASGITransport(app=app, client=("192.0.2.50", 4321))
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as the_owner:
         assert (await login(the_owner, owner.email, PASSWORD)).status_code == 200
+
+
+async def test_the_api_believes_forwarding_headers_only_from_its_trusted_proxies(
+    database_url: str, api_db: asyncpg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app `codity api` serves (its uvicorn configuration, loaded as uvicorn loads it)
+    takes the client address from X-Forwarded-For only when the peer is one of
+    TRUSTED_PROXIES; anyone else would otherwise choose their own rate-limit bucket and audit
+    address. Break it: drop `forwarded_allow_ips` from server_config (uvicorn then trusts
+    127.0.0.1 alone, whatever TRUSTED_PROXIES says)."""
+    proxy = "192.0.2.10"
+    settings = make_settings(database_url, TRUSTED_PROXIES=proxy)
+    for name, value in {
+        "CODITY_ENV": "test",
+        "DATABASE_URL": database_url,
+        "JWT_SECRET": settings.jwt_secret,
+        "JWT_REFRESH_SECRET": settings.jwt_refresh_secret,
+        "TRUSTED_PROXIES": proxy,
+        "RATE_LIMIT_AUTH_PER_MINUTE": "10000",
+    }.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        config = server_config(settings)
+        config.load()
+        app = config.loaded_app
+        async with LifespanManager(app):
+            for peer, forwarded in ((proxy, "198.51.100.4"), ("203.0.113.7", "6.6.6.6")):
+                transport = httpx.ASGITransport(app=app, client=(peer, 4321))
+                async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                    r = await c.post(
+                        "/api/v1/auth/login",
+                        json={"email": "nobody@example.com", "password": "not the password"},
+                        headers={"X-Forwarded-For": forwarded},
+                    )
+                    assert r.status_code == 401, r.text
+    finally:
+        get_settings.cache_clear()
+    counted = await api_db.fetch(
+        "SELECT key FROM rate_limit_buckets WHERE key LIKE 'login-fail:ip:%' ORDER BY key"
+    )
+    # The proxy's word is taken for its client; the stranger is counted as themselves.
+    assert [r["key"] for r in counted] == [
+        "login-fail:ip:198.51.100.4",
+        "login-fail:ip:203.0.113.7",
+    ]

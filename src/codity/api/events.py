@@ -327,7 +327,7 @@ class _Listener(LoopService):
             while not self.stopping.is_set() and not lost.is_set() and not conn.is_closed():
                 await wait_any(self.stopping, lost, timeout_s=LIVENESS_CHECK_S)
                 if not lost.is_set() and not conn.is_closed() and not self.stopping.is_set():
-                    await conn.execute("SELECT 1")  # notices a dead TCP connection
+                    await conn.execute(sql("event_listener_ping"))
         finally:
             self.hub.listening.clear()
             if not conn.is_closed():

@@ -12,7 +12,7 @@ import uvicorn
 
 from codity.cli._common import database_url, friendly_errors, settings
 from codity.cli._service import setup_logging
-from codity.settings import get_settings
+from codity.settings import Settings, get_settings
 
 
 class GracefulServer(uvicorn.Server):
@@ -42,18 +42,24 @@ def api_command(
         # (the embedded server's when DATABASE_URL is unset).
         os.environ["DATABASE_URL"] = url
         get_settings.cache_clear()
-        config = uvicorn.Config(
-            "codity.api.app:app_factory",
-            factory=True,
-            host=host or cfg.api_host,
-            port=port or cfg.api_port,
-            access_log=False,  # the app writes its own structured access log with request ids
-            log_level=cfg.log_level.lower(),
-            server_header=False,
-            # The client address (rate limits, audit rows) comes from X-Forwarded-For only when
-            # the peer is one of these (`codity web`, your reverse proxy); anyone else's
-            # forwarding headers are ignored.
-            proxy_headers=True,
-            forwarded_allow_ips=cfg.trusted_proxy_list,
-        )
-        GracefulServer(config).run()
+        GracefulServer(server_config(cfg, host=host, port=port)).run()
+
+
+def server_config(
+    cfg: Settings, *, host: str | None = None, port: int | None = None
+) -> uvicorn.Config:
+    """How `codity api` serves the app (the factory reads its settings from the environment)."""
+    return uvicorn.Config(
+        "codity.api.app:app_factory",
+        factory=True,
+        host=host or cfg.api_host,
+        port=port or cfg.api_port,
+        access_log=False,  # the app writes its own structured access log with request ids
+        log_level=cfg.log_level.lower(),
+        server_header=False,
+        # The client address (rate limits, audit rows) comes from X-Forwarded-For only when
+        # the peer is one of these (`codity web`, your reverse proxy); anyone else's
+        # forwarding headers are ignored.
+        proxy_headers=True,
+        forwarded_allow_ips=cfg.trusted_proxy_list,
+    )

@@ -66,10 +66,13 @@ async def replay_dead_letters(
     return queued
 
 
-async def replay_queue_dead_letters(conn: Conn, project_id: UUID, queue_id: UUID) -> list[int]:
-    """Replay every not-yet-replayed dead letter of one of the project's queues."""
+async def replay_queue_dead_letters(
+    conn: Conn, project_id: UUID, queue_id: UUID, *, limit: int | None = None
+) -> list[int]:
+    """Replay the not-yet-replayed dead letters of one of the project's queues, oldest first:
+    all of them, or at most `limit` (what the caller counted against a quota)."""
     async with transaction(conn) as tx:
-        pending = await tx.fetch(sql("pending_dead_letters_of_queue"), queue_id, project_id)
+        pending = await tx.fetch(sql("pending_dead_letters_of_queue"), queue_id, project_id, limit)
         return await replay_dead_letters(tx, project_id, [r["id"] for r in pending])
 
 

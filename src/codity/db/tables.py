@@ -206,7 +206,7 @@ api_keys = Table(
     _created_at(),
     Column("last_used_at", DateTime(timezone=True), nullable=True),
     Column("revoked_at", DateTime(timezone=True), nullable=True),
-    Column("expires_at", DateTime(timezone=True), nullable=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False),  # every key expires (0019)
     CheckConstraint("octet_length(key_hash) = 32", name="sha256_length"),
     Index("ix_api_keys_project_id", "project_id"),
 )

@@ -34,3 +34,13 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, list):
         return [mask_secrets(v) for v in value]
     return value
+
+
+def names_a_secret(value: Any) -> bool:
+    """Whether `value` has a secret-looking key at any depth (a payload search document that
+    would let a viewer test guesses of a value they are shown masked)."""
+    if isinstance(value, dict):
+        return any(is_secret_key(k) or names_a_secret(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(names_a_secret(v) for v in value)
+    return False

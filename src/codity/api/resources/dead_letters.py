@@ -85,7 +85,11 @@ async def replay_many(ctx: ProjectScope, pool: DbPool, body: DeadLetterReplay) -
         await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, count)
     async with atomic(pool) as conn:
         if queue_id is not None:
-            job_ids = await core.replay_queue_dead_letters(conn, ctx.project_id, queue_id)
+            # At most what was reserved: dead letters arriving since the count wait for the
+            # next replay rather than slip past the quota.
+            job_ids = await core.replay_queue_dead_letters(
+                conn, ctx.project_id, queue_id, limit=count
+            )
         else:
             job_ids = await core.replay_dead_letters(conn, ctx.project_id, body.ids or [])
         await audit(conn, ctx, "dead_letter.replay_many", "project", ctx.project_id,

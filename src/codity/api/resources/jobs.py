@@ -15,7 +15,7 @@ from pydantic import AwareDatetime
 
 from codity import core
 from codity.api.deps import AppSettings, DbPool, ProjectScope
-from codity.api.masking import masked
+from codity.api.masking import hides_secrets, masked
 from codity.api.pagination import Cursor, Limit, decode_cursor, next_cursor
 from codity.api.ratelimit import check_enqueue_quota
 from codity.api.resources._params import JobId, QueueFilter
@@ -36,7 +36,8 @@ from codity.api.schemas.jobs import (
 )
 from codity.api.stores import jobs as store
 from codity.api.stores.jobs import JobFilter
-from codity.domain.errors import ValidationError
+from codity.domain.errors import ForbiddenError, ValidationError
+from codity.domain.masking import names_a_secret
 from codity.domain.payload_match import parse_payload_match
 from codity.domain.states import JobStatus, MemberRole
 
@@ -186,6 +187,12 @@ async def list_project_jobs(
     cursor: Cursor = None,
 ) -> JobsPage:
     after = decode_cursor(cursor, int)
+    payload_match = parse_payload_match(payload) if payload else None
+    if payload_match is not None and hides_secrets(ctx) and names_a_secret(payload_match):
+        # An exact-match search would tell a viewer whether a guess of a masked value is right.
+        raise ForbiddenError(
+            "a viewer cannot search payloads by a secret-looking key (its values are masked)"
+        )
     queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
     filters = JobFilter(
         queue_id=queue_id,
@@ -195,7 +202,7 @@ async def list_project_jobs(
         created_before=created_before,
         batch_id=batch_id,
         text=q,
-        payload_match=parse_payload_match(payload) if payload else None,
+        payload_match=payload_match,
         error_text=error,
     )
     items = await store.list_jobs(

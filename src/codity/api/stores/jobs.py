@@ -120,8 +120,8 @@ async def explain_job(
     row = await q.fetchrow(conn)
     if row is None:
         raise JobNotFoundError(f"no job {job_id} in this project")
-    now: datetime = await conn.fetchval("SELECT clock_timestamp()")
     data = dict(row)
+    now: datetime = data.pop("read_at")
     by_project = data["in_flight_by_project"]
     facts = ExplainFacts(
         **{name: data[name] for name in _FACT_COLUMNS},

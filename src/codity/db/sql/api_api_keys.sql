@@ -16,7 +16,7 @@ WITH live AS (
       JOIN users u ON u.id = k.created_by AND u.is_active
      WHERE k.key_hash = :key_hash::bytea
        AND k.revoked_at IS NULL
-       AND (k.expires_at IS NULL OR k.expires_at > now())
+       AND k.expires_at > now()
 ), touched AS (
     UPDATE api_keys SET last_used_at = now()
      WHERE id = (SELECT id FROM live)

@@ -11,3 +11,8 @@ SELECT id, project_id FROM queues WHERE id = ANY($1::uuid[]);
 SELECT DISTINCT wq.worker_id, q.project_id
 FROM worker_queues wq JOIN queues q ON q.id = wq.queue_id
 WHERE wq.worker_id = ANY($1::uuid[]);
+
+-- name: event_listener_ping
+-- The listener's liveness check between notifications: a round trip notices a dead TCP
+-- connection that would otherwise wait for a notification for ever.
+SELECT 1;

@@ -182,5 +182,6 @@ SELECT job.*,
               FROM jobs x JOIN queues q ON q.id = x.queue_id JOIN projects pr ON pr.id = q.project_id
               WHERE x.worker_id IN (SELECT live.id FROM live)
                 AND x.status IN ('claimed', 'running')
-              GROUP BY q.project_id, pr.weight) s) AS in_flight_by_project
+              GROUP BY q.project_id, pr.weight) s) AS in_flight_by_project,
+       clock_timestamp() AS read_at  -- the "now" the rules compare run_at and windows with
 FROM job;

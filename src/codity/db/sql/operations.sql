@@ -46,10 +46,13 @@ ORDER BY d.failed_at, d.id
 FOR UPDATE OF d;
 
 -- name: pending_dead_letters_of_queue
--- Parameters: $1 queue id, $2 project id uuid.
+-- Oldest first, at most $3 (NULL: all): a replay never re-runs more than the API reserved
+-- against the enqueue quotas, even if dead letters arrived since it counted them.
+-- Parameters: $1 queue id, $2 project id uuid, $3 limit integer or NULL.
 SELECT d.id FROM dead_letter_jobs d JOIN queues q ON q.id = d.queue_id
 WHERE d.queue_id = $1::uuid AND q.project_id = $2::uuid AND d.replayed_at IS NULL
-ORDER BY d.failed_at, d.id;
+ORDER BY d.failed_at, d.id
+LIMIT $3::integer;
 
 -- name: mark_dead_letter_rows_replayed
 -- Parameters: $1 dead letter ids uuid[], $2 new job ids bigint[] (NULL keeps job_id).
