@@ -57,6 +57,17 @@ def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def audit_filter(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The filter as the audit row keeps it: a payload search keeps its path, not its value
+    (audit details never hold payload values)."""
+    if stored is None:
+        return None
+    kept = dict(stored)
+    if "payload" in kept:
+        kept["payload"] = kept["payload"].split("=", 1)[0].strip() + " = …"
+    return kept
+
+
 async def write_audit(conn: core.Conn, row: Mapping[str, Any]) -> None:
     """The one audit row of a bulk action, written when it ends (in the transaction that ends
     it): who created it, the action, the frozen filter (or how many ids) and the final counts."""
@@ -72,7 +83,7 @@ async def write_audit(conn: core.Conn, row: Mapping[str, Any]) -> None:
         target_id=str(row["id"]),
         details={
             "status": row["status"],
-            "filter": row["filter"],
+            "filter": audit_filter(row["filter"]),
             "ids_count": len(ids) if ids is not None else None,
             "matched": row["matched"],
             "processed": row["processed"],
