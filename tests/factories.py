@@ -269,12 +269,14 @@ async def make_bulk_action(
     job_ids: list[int],
     action: str = "cancel",
     status: str = "completed",
+    owner: str | None = None,
 ) -> uuid.UUID:
     """A bulk action over listed jobs, already in `status` (by default finished, so the API's
-    runner leaves it alone)."""
+    runner leaves it alone); a running one is held by `owner`, its heartbeat fresh."""
     return await conn.fetchval(  # type: ignore[no-any-return]
-        """INSERT INTO bulk_actions (project_id, target, action, ids, matched, status, finished_at)
-           VALUES ($1, 'jobs', $2, $3, $4, $5,
+        """INSERT INTO bulk_actions (project_id, target, action, ids, matched, status, owner,
+                                     heartbeat_at, finished_at)
+           VALUES ($1, 'jobs', $2, $3, $4, $5, $6::text, CASE WHEN $6::text IS NOT NULL THEN now() END,
                    CASE WHEN $5 IN ('completed', 'stopped', 'failed') THEN now() END)
            RETURNING id""",
         project_id,
@@ -282,6 +284,7 @@ async def make_bulk_action(
         job_ids,
         len(job_ids),
         status,
+        owner,
     )
 
 

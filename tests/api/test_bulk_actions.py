@@ -15,9 +15,10 @@ from tests.api.project_api import (
     live_app,
     module_database,
 )
-from tests.factories import make_dead_letter, make_job, make_jobs, make_worker
+from tests.factories import make_bulk_action, make_dead_letter, make_job, make_jobs, make_worker
 from tests.waiting import wait_for
 
+from codity.api.bulk_runner import run_chunk
 from codity.domain.states import MemberRole
 
 CHUNK = 2000
@@ -277,6 +278,22 @@ async def test_the_list_is_paginated(api: ProjectApi) -> None:
     ).json()
     assert [b["id"] for b in first["items"] + rest["items"]] == made[::-1]
     assert rest["next_cursor"] is None
+
+
+async def test_a_process_that_lost_its_action_runs_no_chunk_of_it(api: ProjectApi) -> None:
+    """Each chunk re-checks, under the action's row lock, that this process still holds it: a
+    process that was taken over (it stalled past BULK_ACTION_STALE_MS) changes nothing."""
+    queue_id = await _queue_id(api, "q")
+    ids = await make_jobs(api.pool, queue_id, 50)
+    bulk_id = await make_bulk_action(
+        api.pool, api.project_id, job_ids=ids, status="running", owner="taken-over-by-me"
+    )
+    assert await run_chunk(api.pool, bulk_id, "the-stalled-one", 100) is False
+    assert await _statuses(api, queue_id) == {"queued": 50}
+    assert await run_chunk(api.pool, bulk_id, "taken-over-by-me", 100) is False  # done: 50 < 100
+    assert await _statuses(api, queue_id) == {"cancelled": 50}
+    final = (await api.get(f"/bulk-actions/{bulk_id}")).json()
+    assert (final["status"], final["processed"], final["chunks"]) == ("completed", 50, 1)
 
 
 # --- stop and resume: apps of their own (pauses and takeover times of their own) ----------------
