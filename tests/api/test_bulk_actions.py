@@ -357,3 +357,27 @@ async def test_an_action_left_by_a_dead_process_is_resumed_from_its_position(
         # job left out, the later jobs untouched.
         assert (final["matched"], final["processed"], final["skipped"]) == (1000, 1000, 0)
         assert await _statuses(api, queue_id) == {"cancelled": 1000, "queued": len(later)}
+
+
+async def test_dead_letters_are_walked_in_chunks_from_their_position(database_url: str) -> None:
+    async with live_app(database_url, BULK_ACTION_CHUNK=10, BULK_ACTION_PAUSE_MS=0) as live:
+        api = await live.new_tenant()
+        queue_id = await _queue_id(api, "q")
+        for _ in range(25):
+            await make_dead_letter(api.pool, queue_id)
+        other_id, _ = await api.outsider()
+        other_queue = await api.pool.fetchval(
+            "INSERT INTO queues (project_id, name) VALUES ($1, 'q') RETURNING id", other_id
+        )
+        await make_dead_letter(api.pool, other_queue)
+        r = await api.post("/dead-letters/bulk-actions", {"action": "discard", "filter": {}})
+        final = await _finished(api, r.json()["id"])
+        assert (final["matched"], final["processed"], final["skipped"], final["chunks"]) == (
+            25,
+            25,
+            0,
+            3,
+        )
+        count = "SELECT count(*) FROM dead_letter_jobs WHERE queue_id = $1"
+        assert await api.pool.fetchval(count, queue_id) == 0
+        assert await api.pool.fetchval(count, other_queue) == 1
