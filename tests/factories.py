@@ -231,6 +231,63 @@ async def make_job(
     )
 
 
+async def make_jobs(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    queue_id: uuid.UUID,
+    n: int,
+    *,
+    handler: str = "h",
+    status: str = "queued",
+    payload: Any = None,
+    last_error: str | None = None,
+) -> list[int]:
+    """`n` job rows in one status (not a leased one), in one INSERT: for bulk actions and
+    reads at volume. The payload gets `"i": <position>` merged in."""
+    rows = await conn.fetch(
+        """INSERT INTO jobs (queue_id, handler, payload, status, max_attempts, last_error,
+                             finished_at)
+           SELECT $1, $2, $3::jsonb || jsonb_build_object('i', i), $4::job_status, 3, $5,
+                  CASE WHEN $4 IN ('completed', 'cancelled', 'dead_letter', 'failed')
+                       THEN now() END
+           FROM generate_series(1, $6::int) AS i
+           ORDER BY i
+           RETURNING id""",
+        queue_id,
+        handler,
+        payload if payload is not None else {},
+        status,
+        last_error,
+        n,
+    )
+    return [r["id"] for r in rows]
+
+
+async def make_bulk_action(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    project_id: uuid.UUID,
+    *,
+    job_ids: list[int],
+    action: str = "cancel",
+    status: str = "completed",
+    owner: str | None = None,
+) -> uuid.UUID:
+    """A bulk action over listed jobs, already in `status` (by default finished, so the API's
+    runner leaves it alone); a running one is held by `owner`, its heartbeat fresh."""
+    return await conn.fetchval(  # type: ignore[no-any-return]
+        """INSERT INTO bulk_actions (project_id, target, action, ids, matched, status, owner,
+                                     heartbeat_at, finished_at)
+           VALUES ($1, 'jobs', $2, $3, $4, $5, $6::text, CASE WHEN $6::text IS NOT NULL THEN now() END,
+                   CASE WHEN $5 IN ('completed', 'stopped', 'failed') THEN now() END)
+           RETURNING id""",
+        project_id,
+        action,
+        job_ids,
+        len(job_ids),
+        status,
+        owner,
+    )
+
+
 async def make_schedule(
     conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
     queue_id: uuid.UUID,

@@ -130,6 +130,12 @@ class Settings(BaseSettings):
     # A live-events stream ends after this long and the dashboard reconnects (re-checking its
     # token and role): a revoked user stops receiving events within this bound.
     events_stream_max_s: float = Field(default=300.0, alias="EVENTS_STREAM_MAX_S", gt=0)
+    #: Bulk actions (retry/cancel/delete every job a filter matches): rows per transaction,
+    #: the pause between two transactions, and how long a running action may go without
+    #: progress before another API process takes it over (its process died).
+    bulk_action_chunk: int = Field(default=500, alias="BULK_ACTION_CHUNK", gt=0, le=10_000)
+    bulk_action_pause_ms: int = Field(default=50, alias="BULK_ACTION_PAUSE_MS", ge=0)
+    bulk_action_stale_ms: int = Field(default=30_000, alias="BULK_ACTION_STALE_MS", gt=0)
     #: Peers whose X-Forwarded-For the API believes (the dashboard proxy, a load balancer).
     trusted_proxies: str = Field(default="127.0.0.1,::1", alias="TRUSTED_PROXIES")
 

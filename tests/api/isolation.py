@@ -26,12 +26,14 @@ import httpx
 from pydantic import BaseModel
 from tests.factories import (
     make_api_key,
+    make_bulk_action,
     make_dead_letter,
     make_job,
     make_queue,
     make_retry_policy,
     make_schedule,
 )
+from tests.waiting import wait_for
 
 from codity.api.routing import API_PREFIX, Route, Scope
 from codity.db.tables import metadata
@@ -77,6 +79,7 @@ async def seed(conn: asyncpg.Connection[Any], project_id: uuid.UUID) -> dict[str
     )
     dead_letter_id = await make_dead_letter(conn, queue_id)
     key_id = await make_api_key(conn, project_id, name=f"k-{tag}")
+    bulk_action_id = await make_bulk_action(conn, project_id, job_ids=[job_id])
     return {
         "project_id": project_id,
         "policy_id": policy_id,
@@ -86,6 +89,7 @@ async def seed(conn: asyncpg.Connection[Any], project_id: uuid.UUID) -> dict[str
         "schedule_id": schedule_id,
         "dead_letter_id": dead_letter_id,
         "key_id": key_id,
+        "bulk_action_id": bulk_action_id,
         "tag": tag,
     }
 
@@ -123,6 +127,14 @@ BODIES: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {
     },
     ("POST", "/projects/{project_id}/dead-letters/discard"): lambda s: {
         "ids": [str(s["dead_letter_id"])]
+    },
+    ("POST", "/projects/{project_id}/jobs/bulk-actions"): lambda s: {
+        "action": "cancel",
+        "ids": [s["job_id"]],
+    },
+    ("POST", "/projects/{project_id}/dead-letters/bulk-actions"): lambda s: {
+        "action": "discard",
+        "ids": [str(s["dead_letter_id"])],
     },
 }
 
@@ -225,6 +237,7 @@ PATH_REFERENCES: dict[str, str] = {
     "policy_id": "retry_policy_not_found",
     "key_id": "api_key_not_found",
     "dead_letter_id": "dead_letter_not_found",
+    "bulk_action_id": "bulk_action_not_found",
     "user_id": "member_not_found",
     "invitation_id": "invitation_not_found",
 }
@@ -236,10 +249,22 @@ BODY_REFERENCES: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
     "depends_on": lambda s: [[s["job_id"]]],
     "ids": lambda s: [[str(s["dead_letter_id"])]],
 }
+#: Routes whose body field of that name names another kind of resource.
+ROUTE_BODY_REFERENCES: dict[tuple[str, str], dict[str, Callable[[dict[str, Any]], list[Any]]]] = {
+    ("POST", "/projects/{project_id}/jobs/bulk-actions"): {"ids": lambda s: [[s["job_id"]]]},
+}
+
+
+def body_reference(route: Route, name: str) -> Callable[[dict[str, Any]], list[Any]]:
+    return ROUTE_BODY_REFERENCES.get((route.method, route.path), {}).get(
+        name, BODY_REFERENCES[name]
+    )
+
+
 #: Body fields that look like references but are not (a client-chosen label).
 NOT_REFERENCES = frozenset({"batch_id"})
 #: Fields of one body of which exactly one may be given.
-_EXCLUSIVE = (frozenset({"ids", "queue"}),)
+_EXCLUSIVE = (frozenset({"ids", "queue"}), frozenset({"ids", "filter"}))
 
 
 @dataclass(frozen=True)
@@ -255,7 +280,10 @@ class Probe:
 
 
 def body_model(route: Route) -> type[BaseModel] | None:
-    """The request body's model, read from the handler's signature (FastAPI does the same)."""
+    """The request body's model, read from the handler's signature (FastAPI does the same).
+    A GET has none (a model there is its query parameters, through a dependency)."""
+    if route.method == "GET":
+        return None
     hints = typing.get_type_hints(route.handler)
     for name in inspect.signature(route.handler).parameters:
         kind = hints.get(name)
@@ -271,9 +299,11 @@ def reference_fields(model: type[BaseModel], prefix: tuple[Any, ...] = ()) -> li
         if name in BODY_REFERENCES:
             found.append((*prefix, name))
             continue
+        many = typing.get_origin(field.annotation) is list
         for arg in typing.get_args(field.annotation):
             if isinstance(arg, type) and issubclass(arg, BaseModel):
-                found.extend(reference_fields(arg, (*prefix, name, 0)))
+                # A list of models (jobs[0].queue) or one optional model (filter.queue).
+                found.extend(reference_fields(arg, (*prefix, name, 0) if many else (*prefix, name)))
     return found
 
 
@@ -301,7 +331,7 @@ def reference_probes(routes: Sequence[Route]) -> list[Probe]:
         model = body_model(route)
         if model is not None:
             for field_path in reference_fields(model):
-                values = BODY_REFERENCES[field_path[-1]]
+                values = body_reference(route, field_path[-1])
                 count = len(values(_SHAPE))
                 probes.extend(Probe(route, ("body", *field_path), i) for i in range(count))
     return probes
@@ -324,10 +354,15 @@ def _set(body: Any, path: tuple[Any, ...], value: Any) -> None:
             target[step] = [{}] if isinstance(path[path.index(step) + 1], int) else {}
         target = target[step]
     target[path[-1]] = value
-    for group in _EXCLUSIVE:  # giving one of an exclusive pair drops the other
-        if path[-1] in group and isinstance(target, dict):
-            for other in group - {path[-1]}:
-                target.pop(other, None)
+    # Giving one of an exclusive pair drops the other, at whatever level the field sits.
+    level = body
+    for step in path:
+        if isinstance(level, dict) and isinstance(step, str):
+            for group in _EXCLUSIVE:
+                if step in group:
+                    for other in group - {step}:
+                        level.pop(other, None)
+        level = level[step]
 
 
 def _request(probe: Probe, mine: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, Any]:
@@ -338,7 +373,8 @@ def _request(probe: Probe, mine: dict[str, Any], theirs: dict[str, Any]) -> tupl
     path = fill_path(probe.route, values)
     body = copy.deepcopy(body_for(probe.route, mine))
     if probe.where[0] == "body":
-        _set(body, probe.where[1:], BODY_REFERENCES[probe.where[-1]](theirs)[probe.variant])
+        reference = body_reference(probe.route, probe.where[-1])
+        _set(body, probe.where[1:], reference(theirs)[probe.variant])
     return path, body
 
 
@@ -358,6 +394,19 @@ class ReferenceFailure:
             else ""
         )
         return f"{self.probe}: answered {self.status} {self.code}{change}{control}"
+
+
+async def settle_bulk_actions(conn: asyncpg.Connection[Any]) -> None:
+    """Wait until no bulk action a control call created is still running in the background:
+    it would change rows while a later probe compares its snapshots."""
+
+    async def settled() -> bool:
+        open_ = await conn.fetchval(
+            "SELECT count(*) FROM bulk_actions WHERE status IN ('pending', 'running')"
+        )
+        return open_ == 0
+
+    await wait_for(settled, what="bulk actions to finish")
 
 
 async def foreign_reference_failures(
@@ -397,6 +446,7 @@ async def foreign_reference_failures(
         if controls and probe.where[0] == "body":
             own_path, own_body = _request(probe, mine, mine)
             control = await _call(client, probe.route, own_path, headers, own_body)
+            await settle_bulk_actions(conn)
             if not control.is_success:
                 failures.append(
                     ReferenceFailure(probe, r.status_code, code, changed, control.status_code)

@@ -41,6 +41,10 @@ FAST_INTERVALS = {
     # Streams end (and the dashboard reconnects) every few seconds, so the suite exercises the
     # reconnection path and can cut a stream by refusing the next connection.
     "EVENTS_STREAM_MAX_S": "8",
+    # Bulk actions in small, spaced chunks: the browser test sees one in progress (and stops
+    # or watches it) before it completes.
+    "BULK_ACTION_CHUNK": "100",
+    "BULK_ACTION_PAUSE_MS": "600",
 }
 READY_TIMEOUT_S = 90.0
 DEMO_EMAIL = "operator@codity.test"

@@ -134,6 +134,64 @@ def test_replay_a_dead_letter_and_see_it_complete(new_page) -> None:
     expect(page.get_by_test_id("job-status")).to_have_text("completed", timeout=RUN_TIMEOUT_MS)
 
 
+def test_bulk_cancel_every_job_a_filter_matches_and_watch_its_progress(new_page) -> None:
+    page: Page = new_page()
+    login(page, path="/jobs")
+    marker = f"e2e-{time.time_ns()}"
+    # 600 jobs scheduled an hour ahead (no worker claims them), tagged for a payload filter.
+    made = page.evaluate(
+        """async (marker) => {"""
+        + ACCESS_TOKEN_JS
+        + """
+            const headers = { Authorization: `Bearer ${access_token}`, "Content-Type": "application/json" };
+            const me = await (await fetch("/api/v1/auth/me", { headers })).json();
+            const jobs = Array.from({ length: 600 }, (_, i) =>
+                ({ handler: "noop", payload: { bulk: marker, i }, delay_s: 3600 }));
+            const r = await fetch(`/api/v1/projects/${me.projects[0].id}/jobs/bulk`,
+                { method: "POST", headers, body: JSON.stringify({ queue: "reports", jobs }) });
+            return (await r.json()).jobs.length;
+        }""",
+        marker,
+    )
+    assert made == 600
+    page.goto(f"/jobs?status=scheduled&payload=bulk%20%3D%20{marker}")
+    expect(page.get_by_test_id(re.compile(r"^job-row-"))).to_have_count(50)
+    # From the keyboard: the row's checkbox takes Space.
+    page.get_by_test_id(re.compile(r"^job-select-")).first.focus()
+    page.keyboard.press("Space")
+    expect(page.get_by_test_id("bulk-count")).to_have_text("1 job selected")
+    page.get_by_test_id("bulk-select-all").click()
+    expect(page.get_by_test_id("bulk-count")).to_have_text("All 600 jobs matching this filter")
+    page.get_by_test_id("bulk-cancel").click()
+    expect(page.get_by_test_id("bulk-confirm")).to_contain_text("Cancel 600 jobs?")
+    problems = axe_violations(page)
+    page.get_by_test_id("bulk-confirm-submit").click()
+    progress = page.get_by_test_id("bulk-progress")
+    expect(progress).to_have_attribute("data-status", "running")
+    expect(page.get_by_test_id("bulk-counts")).to_have_text(re.compile(r"^[1-5]\d\d done"))
+    screenshot(page, "jobs-bulk-action", publish=True)
+    problems += axe_violations(page)
+    assert problems == [], "\n".join(problems)
+    expect(progress).to_have_attribute("data-status", "completed", timeout=RUN_TIMEOUT_MS)
+    expect(page.get_by_test_id("bulk-counts")).to_have_text("600 done, 0 skipped")
+    expect(progress.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "100")
+    # The list follows: no scheduled job of the marker is left.
+    expect(page.get_by_test_id("empty-state")).to_be_visible()
+    page.goto(f"/jobs?status=cancelled&payload=bulk%20%3D%20{marker}")
+    expect(page.get_by_test_id(re.compile(r"^job-row-"))).to_have_count(50)
+
+
+def test_a_viewer_sees_no_bulk_actions(new_page) -> None:
+    viewer: Page = new_page()
+    login(viewer, email=VIEWER, path="/jobs")
+    expect(viewer.get_by_test_id(re.compile(r"^job-row-")).first).to_be_visible()
+    expect(viewer.get_by_test_id(re.compile(r"^job-select-"))).to_have_count(0)
+    expect(viewer.get_by_test_id("bulk-bar")).to_have_count(0)
+    viewer.goto("/dead-letters")
+    expect(viewer.get_by_test_id(re.compile(r"^dl-row-")).first).to_be_visible()
+    expect(viewer.get_by_test_id(re.compile(r"^dl-select-"))).to_have_count(0)
+
+
 def test_invalid_cron_shows_the_api_message_next_to_the_field(new_page) -> None:
     page: Page = new_page()
     login(page, path="/schedules")

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from codity import tracing
 from codity.api import docs, health, metrics, ratelimit
+from codity.api.bulk_runner import BulkActionRunner
 from codity.api.cookies import CSRF_HEADER
 from codity.api.errors import install_error_handlers
 from codity.api.events import EventHub
@@ -86,10 +87,19 @@ def create_app(
         app.state.events = EventHub(listen_url, app.state.pool)
         await app.state.events.start()
         app.state.metrics_cache = metrics.SnapshotCache()  # a new app run starts a new snapshot
+        # Bulk actions run here, in the API process, one chunk per transaction (bulk_runner).
+        app.state.bulk_wake = asyncio.Event()
+        bulk_stop = asyncio.Event()
+        bulk = BulkActionRunner(app.state.pool, current, wake=app.state.bulk_wake)
+        bulk_task = asyncio.create_task(bulk.run(bulk_stop))
         try:
             async with metrics.private_listener(app.state):
                 yield
         finally:
+            # Stop between chunks (a chunk in flight commits or rolls back whole either way).
+            bulk_stop.set()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(bulk_task, timeout=5)
             await app.state.events.stop()
             pruner.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from codity.api.resources import (
     api_keys,
     auth,
+    bulk_actions,
     charts,
     dead_letters,
     events,
@@ -35,6 +36,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     *jobs.ROUTES,
     *schedules.ROUTES,
     *dead_letters.ROUTES,
+    *bulk_actions.ROUTES,
     *workers.ROUTES,
     *overview.ROUTES,
     *charts.ROUTES,

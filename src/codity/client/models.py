@@ -69,6 +69,27 @@ class Blocker(StrEnum):
     claimable = 'claimable'
 
 
+class Action(StrEnum):
+    retry = 'retry'
+    cancel = 'cancel'
+    delete = 'delete'
+    replay = 'replay'
+    discard = 'discard'
+
+
+class Target(StrEnum):
+    jobs = 'jobs'
+    dead_letters = 'dead_letters'
+
+
+class BulkActionStatus(StrEnum):
+    pending = 'pending'
+    running = 'running'
+    completed = 'completed'
+    stopped = 'stopped'
+    failed = 'failed'
+
+
 class ChartWindow(StrEnum):
     field_1h = '1h'
     field_24h = '24h'
@@ -134,6 +155,42 @@ class DeadLetterReplay(BaseModel):
     )
     ids: Annotated[Ids | None, Field(title='Ids')] = None
     queue: Annotated[Queue | None, Field(title='Queue')] = None
+
+
+class Action1(StrEnum):
+    replay = 'replay'
+    discard = 'discard'
+
+
+class Ids1(RootModel[list[UUID]]):
+    root: Annotated[list[UUID], Field(max_length=10000, min_length=1, title='Ids')]
+
+
+class Queue1(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description='queue name or id',
+            max_length=100,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Queue',
+        ),
+    ]
+
+
+class DeadLettersFilter(BaseModel):
+    """
+    The filters of `GET /dead-letters`.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    include_replayed: Annotated[bool | None, Field(title='Include Replayed')] = False
+    queue: Annotated[
+        Queue1 | None, Field(description='queue name or id', title='Queue')
+    ] = None
 
 
 class DeadLettersPage(BaseModel):
@@ -292,7 +349,7 @@ class MaxAttempts(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=100, title='Max Attempts')]
 
 
-class Queue1(RootModel[str]):
+class Queue2(RootModel[str]):
     root: Annotated[
         str,
         Field(
@@ -360,7 +417,21 @@ class JobStatus(StrEnum):
     cancelled = 'cancelled'
 
 
-class Queue2(RootModel[str]):
+class Action2(StrEnum):
+    retry = 'retry'
+    cancel = 'cancel'
+    delete = 'delete'
+
+
+class Ids2Item(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=9223372036854776000)]
+
+
+class Ids2(RootModel[list[Ids2Item]]):
+    root: Annotated[list[Ids2Item], Field(max_length=10000, min_length=1, title='Ids')]
+
+
+class Queue3(RootModel[str]):
     root: Annotated[
         str,
         Field(
@@ -371,6 +442,106 @@ class Queue2(RootModel[str]):
             title='Queue',
         ),
     ]
+
+
+class JobsCount(BaseModel):
+    count: Annotated[int, Field(description='jobs the filter matches', title='Count')]
+
+
+class Error(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description='words of the last error',
+            max_length=200,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Error',
+        ),
+    ]
+
+
+class Handler(RootModel[str]):
+    root: Annotated[
+        str, Field(max_length=200, min_length=1, pattern='^[^\\x00]*$', title='Handler')
+    ]
+
+
+class Payload(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description='payload search `path = value`, e.g. `customer_id = 42`',
+            max_length=500,
+            min_length=3,
+            pattern='^[^\\x00]*$',
+            title='Payload',
+        ),
+    ]
+
+
+class Q(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description='a job id, or part of an idempotency key',
+            max_length=255,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Q',
+        ),
+    ]
+
+
+class Queue4(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description='queue name or id',
+            max_length=100,
+            min_length=1,
+            pattern='^[^\\x00]*$',
+            title='Queue',
+        ),
+    ]
+
+
+class Status(RootModel[list[JobStatus]]):
+    root: Annotated[list[JobStatus], Field(max_length=9, title='Status')]
+
+
+class JobsFilter(BaseModel):
+    """
+    The filters of `GET /jobs` (same names and meaning).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    batch_id: Annotated[UUID | None, Field(title='Batch Id')] = None
+    created_after: Annotated[AwareDatetime | None, Field(title='Created After')] = None
+    created_before: Annotated[AwareDatetime | None, Field(title='Created Before')] = (
+        None
+    )
+    error: Annotated[
+        Error | None, Field(description='words of the last error', title='Error')
+    ] = None
+    handler: Annotated[Handler | None, Field(title='Handler')] = None
+    payload: Annotated[
+        Payload | None,
+        Field(
+            description='payload search `path = value`, e.g. `customer_id = 42`',
+            title='Payload',
+        ),
+    ] = None
+    q: Annotated[
+        Q | None,
+        Field(description='a job id, or part of an idempotency key', title='Q'),
+    ] = None
+    queue: Annotated[
+        Queue4 | None, Field(description='queue name or id', title='Queue')
+    ] = None
+    status: Annotated[Status | None, Field(title='Status')] = None
 
 
 class LoginRequest(BaseModel):
@@ -1096,6 +1267,58 @@ class ApiKeysPage(BaseModel):
     next_cursor: Annotated[str | None, Field(title='Next Cursor')]
 
 
+class BulkActionPublic(BaseModel):
+    action: Annotated[Action, Field(title='Action')]
+    chunks: Annotated[
+        int,
+        Field(
+            description='transactions run so far (each at most BULK_ACTION_CHUNK rows)',
+            title='Chunks',
+        ),
+    ]
+    created_at: Annotated[AwareDatetime, Field(title='Created At')]
+    error: Annotated[str | None, Field(title='Error')]
+    filter: Annotated[
+        dict[str, Any] | None,
+        Field(description='the filter, frozen at creation', title='Filter'),
+    ]
+    finished_at: Annotated[AwareDatetime | None, Field(title='Finished At')]
+    id: Annotated[UUID, Field(title='Id')]
+    ids_count: Annotated[
+        int | None,
+        Field(
+            description='how many ids were listed (null with a filter)',
+            title='Ids Count',
+        ),
+    ]
+    matched: Annotated[
+        int,
+        Field(
+            description='rows the filter (or the ids) matched at creation',
+            title='Matched',
+        ),
+    ]
+    processed: Annotated[
+        int, Field(description='rows the action changed', title='Processed')
+    ]
+    skipped: Annotated[
+        int,
+        Field(
+            description='matched rows left alone: in a state the action does not apply to, or locked by a worker at that instant',
+            title='Skipped',
+        ),
+    ]
+    started_at: Annotated[AwareDatetime | None, Field(title='Started At')]
+    status: BulkActionStatus
+    target: Annotated[Target, Field(title='Target')]
+    updated_at: Annotated[AwareDatetime, Field(title='Updated At')]
+
+
+class BulkActionsPage(BaseModel):
+    items: Annotated[list[BulkActionPublic], Field(title='Items')]
+    next_cursor: Annotated[str | None, Field(title='Next Cursor')]
+
+
 class Charts(BaseModel):
     bucket_minutes: Annotated[
         int,
@@ -1114,6 +1337,15 @@ class Charts(BaseModel):
     start: Annotated[AwareDatetime, Field(title='Start')]
     window: ChartWindow
     workers: Annotated[list[WorkerSeries], Field(title='Workers')]
+
+
+class DeadLettersBulkActionCreate(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    action: Annotated[Action1, Field(title='Action')]
+    filter: DeadLettersFilter | None = None
+    ids: Annotated[Ids1 | None, Field(title='Ids')] = None
 
 
 class EnqueuedJobPublic(BaseModel):
@@ -1242,7 +1474,7 @@ class JobBulkItem(BaseModel):
         Field(description='higher runs first', ge=-32768, le=32767, title='Priority'),
     ] = 0
     queue: Annotated[
-        Queue1 | None,
+        Queue2 | None,
         Field(description="defaults to the request's queue", title='Queue'),
     ] = None
     retry_policy_id: Annotated[UUID | None, Field(title='Retry Policy Id')] = None
@@ -1455,6 +1687,19 @@ class JobPublic(BaseModel):
     worker_id: Annotated[UUID | None, Field(title='Worker Id')]
 
 
+class JobsBulkActionCreate(BaseModel):
+    """
+    `filter` (every job it matches now; jobs enqueued later are not included) or `ids`.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    action: Annotated[Action2, Field(title='Action')]
+    filter: JobsFilter | None = None
+    ids: Annotated[Ids2 | None, Field(title='Ids')] = None
+
+
 class JobsBulkCreate(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -1466,7 +1711,7 @@ class JobsBulkCreate(BaseModel):
         list[JobBulkItem], Field(max_length=1000, min_length=1, title='Jobs')
     ]
     queue: Annotated[
-        Queue2 | None, Field(description='queue for items naming none', title='Queue')
+        Queue3 | None, Field(description='queue for items naming none', title='Queue')
     ] = None
 
 

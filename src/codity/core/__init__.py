@@ -9,6 +9,9 @@ proves each guarantee.
 
 from __future__ import annotations
 
+from codity.core.bulk import cancel_jobs as bulk_cancel_jobs
+from codity.core.bulk import delete_jobs as bulk_delete_jobs
+from codity.core.bulk import retry_jobs as bulk_retry_jobs
 from codity.core.claim import ClaimCursor, ClaimedJob, Claimer, ClaimRound, claim, claim_round
 from codity.core.connection import Conn, transaction
 from codity.core.cron import materialise_cron, occurrence_key
@@ -78,6 +81,9 @@ __all__ = [
     "QueueRef",
     "RollupResult",
     "append_logs",
+    "bulk_cancel_jobs",
+    "bulk_delete_jobs",
+    "bulk_retry_jobs",
     "cancel_drain",
     "cancel_job",
     "check_new_job",

@@ -777,3 +777,65 @@ stats_rollup_state = Table(
     Column("name", Text, primary_key=True),
     Column("done_until", DateTime(timezone=True), nullable=False),
 )
+
+# Bulk actions (the dashboard's "retry/cancel/delete every job this filter matches"): the filter
+# frozen at creation (with `high_water_id`/`frozen_at` so later rows are never swept in), the
+# keyset position reached (`position`) and the counts, written by the same transaction as each
+# chunk's changes, so a resumed run never acts twice (codity.api.bulk_runner, docs/DASHBOARD.md).
+bulk_actions = Table(
+    "bulk_actions",
+    metadata,
+    _uuid_pk(),
+    Column(
+        "project_id",
+        UUID(as_uuid=True),
+        ForeignKey("projects.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("target", Text, nullable=False),  # 'jobs' | 'dead_letters'
+    Column("action", Text, nullable=False),
+    Column("status", Text, nullable=False, server_default=text("'pending'")),
+    Column("filter", JSONB, nullable=True),  # the filter as the caller gave it (NULL with ids)
+    Column("ids", JSONB, nullable=True),  # the ids the caller listed (NULL with a filter)
+    Column("queue_id", UUID(as_uuid=True), nullable=True),  # the filter's queue, resolved
+    Column("high_water_id", BigInteger, nullable=True),  # jobs: no job above this id is touched
+    Column("frozen_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("position", JSONB, nullable=True),  # the keyset position after the last chunk
+    Column("matched", Integer, nullable=False, server_default=text("0")),
+    Column("processed", Integer, nullable=False, server_default=text("0")),
+    Column("skipped", Integer, nullable=False, server_default=text("0")),
+    Column("chunks", Integer, nullable=False, server_default=text("0")),
+    Column("error", Text, nullable=True),
+    Column(
+        "created_by", UUID(as_uuid=True), ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    ),
+    Column(
+        "created_by_api_key",
+        UUID(as_uuid=True),
+        ForeignKey("api_keys.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("request_id", Text, nullable=True),
+    Column("owner", Text, nullable=True),  # the API process running it
+    Column("heartbeat_at", DateTime(timezone=True), nullable=True),
+    _created_at(),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint("target IN ('jobs', 'dead_letters')", name="target"),
+    CheckConstraint(
+        "(target = 'jobs' AND action IN ('retry', 'cancel', 'delete'))"
+        " OR (target = 'dead_letters' AND action IN ('replay', 'discard'))",
+        name="action",
+    ),
+    CheckConstraint(
+        "status IN ('pending', 'running', 'completed', 'stopped', 'failed')", name="status"
+    ),
+    CheckConstraint("(filter IS NULL) <> (ids IS NULL)", name="filter_or_ids"),
+    Index("ix_bulk_actions_project_id_created_at", "project_id", text("created_at DESC")),
+    Index(
+        "ix_bulk_actions_open",
+        "created_at",
+        postgresql_where=text("status IN ('pending', 'running')"),
+    ),
+)

@@ -133,6 +133,10 @@ class DeadLetterNotFoundError(NotFoundError):
     code = "dead_letter_not_found"
 
 
+class BulkActionNotFoundError(NotFoundError):
+    code = "bulk_action_not_found"
+
+
 class RetryPolicyNotFoundError(NotFoundError):
     code = "retry_policy_not_found"
 

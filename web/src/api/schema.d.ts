@@ -403,6 +403,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/bulk-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List bulk actions (newest first) */
+        get: operations["list_bulk_actions_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/bulk-actions/{bulk_action_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A bulk action with its progress */
+        get: operations["read_bulk_action_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/bulk-actions/{bulk_action_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a bulk action after the chunk in flight
+         * @description An open action ends as `stopped` after the chunk in flight; the counts are then final.
+         *     A finished one is returned as it is.
+         */
+        post: operations["stop_bulk_action_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/charts": {
         parameters: {
             query?: never;
@@ -431,6 +486,26 @@ export interface paths {
         get: operations["list_project_dead_letters_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/dead-letters/bulk-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay or discard every dead letter a filter matches (or the listed ids), in the background (202)
+         * @description 202: replay re-queues (only dead letters not replayed yet), discard deletes them.
+         */
+        post: operations["create_dead_letters_bulk_action_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -573,6 +648,46 @@ export interface paths {
          *     The `Idempotency-Key` header makes the whole batch repeatable: job i gets `<key>:<i>`.
          */
         post: operations["enqueue_bulk_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/jobs/bulk-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry, cancel or delete every job a filter matches (or the listed ids), in the background (202)
+         * @description 202: the action runs in the background; poll `GET …/bulk-actions/{id}` for progress.
+         */
+        post: operations["create_jobs_bulk_action_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/jobs/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many jobs the list's filters match
+         * @description How many jobs the filters of `GET /jobs` match (the dashboard's "all N matching").
+         */
+        get: operations["count_project_jobs_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1171,6 +1286,85 @@ export interface components {
          * @enum {string}
          */
         Blocker: "queue_paused" | "scheduled" | "waiting_on_dependencies" | "concurrency_limit_full" | "key_limit_full" | "rate_limited" | "fair_share" | "no_live_worker" | "handler_not_registered" | "claimable";
+        /** BulkActionPublic */
+        BulkActionPublic: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "retry" | "cancel" | "delete" | "replay" | "discard";
+            /**
+             * Chunks
+             * @description transactions run so far (each at most BULK_ACTION_CHUNK rows)
+             */
+            chunks: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Error */
+            error: string | null;
+            /**
+             * Filter
+             * @description the filter, frozen at creation
+             */
+            filter: {
+                [key: string]: unknown;
+            } | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Ids Count
+             * @description how many ids were listed (null with a filter)
+             */
+            ids_count: number | null;
+            /**
+             * Matched
+             * @description rows the filter (or the ids) matched at creation
+             */
+            matched: number;
+            /**
+             * Processed
+             * @description rows the action changed
+             */
+            processed: number;
+            /**
+             * Skipped
+             * @description matched rows left alone: in a state the action does not apply to, or locked by a worker at that instant
+             */
+            skipped: number;
+            /** Started At */
+            started_at: string | null;
+            status: components["schemas"]["BulkActionStatus"];
+            /**
+             * Target
+             * @enum {string}
+             */
+            target: "jobs" | "dead_letters";
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /**
+         * BulkActionStatus
+         * @enum {string}
+         */
+        BulkActionStatus: "pending" | "running" | "completed" | "stopped" | "failed";
+        /** BulkActionsPage */
+        BulkActionsPage: {
+            /** Items */
+            items: components["schemas"]["BulkActionPublic"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
         /**
          * ChartWindow
          * @enum {string}
@@ -1269,6 +1463,33 @@ export interface components {
             /** Ids */
             ids?: string[] | null;
             /** Queue */
+            queue?: string | null;
+        };
+        /** DeadLettersBulkActionCreate */
+        DeadLettersBulkActionCreate: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "replay" | "discard";
+            filter?: components["schemas"]["DeadLettersFilter"] | null;
+            /** Ids */
+            ids?: string[] | null;
+        };
+        /**
+         * DeadLettersFilter
+         * @description The filters of `GET /dead-letters`.
+         */
+        DeadLettersFilter: {
+            /**
+             * Include Replayed
+             * @default false
+             */
+            include_replayed: boolean;
+            /**
+             * Queue
+             * @description queue name or id
+             */
             queue?: string | null;
         };
         /** DeadLettersPage */
@@ -1848,6 +2069,20 @@ export interface components {
          * @enum {string}
          */
         JobStatus: "waiting" | "scheduled" | "queued" | "claimed" | "running" | "completed" | "failed" | "dead_letter" | "cancelled";
+        /**
+         * JobsBulkActionCreate
+         * @description `filter` (every job it matches now; jobs enqueued later are not included) or `ids`.
+         */
+        JobsBulkActionCreate: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "retry" | "cancel" | "delete";
+            filter?: components["schemas"]["JobsFilter"] | null;
+            /** Ids */
+            ids?: number[] | null;
+        };
         /** JobsBulkCreate */
         JobsBulkCreate: {
             /**
@@ -1872,6 +2107,50 @@ export interface components {
             batch_id: string;
             /** Jobs */
             jobs: components["schemas"]["EnqueuedJobPublic"][];
+        };
+        /** JobsCount */
+        JobsCount: {
+            /**
+             * Count
+             * @description jobs the filter matches
+             */
+            count: number;
+        };
+        /**
+         * JobsFilter
+         * @description The filters of `GET /jobs` (same names and meaning).
+         */
+        JobsFilter: {
+            /** Batch Id */
+            batch_id?: string | null;
+            /** Created After */
+            created_after?: string | null;
+            /** Created Before */
+            created_before?: string | null;
+            /**
+             * Error
+             * @description words of the last error
+             */
+            error?: string | null;
+            /** Handler */
+            handler?: string | null;
+            /**
+             * Payload
+             * @description payload search `path = value`, e.g. `customer_id = 42`
+             */
+            payload?: string | null;
+            /**
+             * Q
+             * @description a job id, or part of an idempotency key
+             */
+            q?: string | null;
+            /**
+             * Queue
+             * @description queue name or id
+             */
+            queue?: string | null;
+            /** Status */
+            status?: components["schemas"]["JobStatus"][] | null;
         };
         /** JobsPage */
         JobsPage: {
@@ -5339,6 +5618,279 @@ export interface operations {
             };
         };
     };
+    list_bulk_actions_get: {
+        parameters: {
+            query?: {
+                /** @description page size (default 50) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionsPage"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    read_bulk_action_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bulk action id */
+                bulk_action_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionPublic"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    stop_bulk_action_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bulk action id */
+                bulk_action_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionPublic"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     read_project_charts_get: {
         parameters: {
             query?: {
@@ -5496,6 +6048,104 @@ export interface operations {
             };
             /** @description conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    create_dead_letters_bulk_action_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeadLettersBulkActionCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionPublic"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6004,6 +6654,10 @@ export interface operations {
     list_project_jobs_get: {
         parameters: {
             query?: {
+                /** @description page size (default 50) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
                 /** @description queue name or id */
                 queue?: string | null;
                 /** @description repeat for several */
@@ -6018,10 +6672,6 @@ export interface operations {
                 payload?: string | null;
                 /** @description words that all appear in the job's last error */
                 error?: string | null;
-                /** @description page size (default 50) */
-                limit?: number;
-                /** @description next_cursor of the previous page */
-                cursor?: string | null;
             };
             header?: never;
             path: {
@@ -6280,6 +6930,204 @@ export interface operations {
             };
             /** @description payload_too_large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    create_jobs_bulk_action_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobsBulkActionCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionPublic"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    count_project_jobs_get: {
+        parameters: {
+            query?: {
+                /** @description queue name or id */
+                queue?: string | null;
+                /** @description repeat for several */
+                status?: components["schemas"]["JobStatus"][] | null;
+                handler?: string | null;
+                created_after?: string | null;
+                created_before?: string | null;
+                batch_id?: string | null;
+                /** @description a job id, or part of an idempotency key */
+                q?: string | null;
+                /** @description payload search `path = value`, e.g. `customer_id = 42` (JSON value or a word) */
+                payload?: string | null;
+                /** @description words that all appear in the job's last error */
+                error?: string | null;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobsCount"];
+                };
+            };
+            /** @description bad_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

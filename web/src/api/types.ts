@@ -44,3 +44,5 @@ export type ChartWindow = S["ChartWindow"];
 export type QueuePoint = S["QueuePoint"];
 export type HandlerSeries = S["HandlerSeries"];
 export type WorkerSeries = S["WorkerSeries"];
+export type BulkActionPublic = S["BulkActionPublic"];
+export type JobsFilter = S["JobsFilter"];

@@ -10,6 +10,7 @@ import { useProjectId, useSession } from "../lib/session";
 import { formatDateTime, formatRelative } from "../lib/time";
 import { useNow } from "../lib/useNow";
 import { Badge } from "../ui/Badge";
+import { type BulkChoice, BulkActions } from "../ui/BulkActions";
 import { Button } from "../ui/Button";
 import { Card } from "../ui/Card";
 import { PageHeader } from "../ui/PageHeader";
@@ -17,6 +18,17 @@ import { EmptyState, InlineError } from "../ui/States";
 import { DataTable } from "../ui/Table";
 
 const col = createColumnHelper<DeadLetterPublic>();
+
+type DeadLetterBulkAction = "replay" | "discard";
+const DL_BULK_CHOICES: BulkChoice<DeadLetterBulkAction>[] = [
+  { action: "replay", label: "Replay", what: "Each job goes back to its queue with a fresh attempt budget." },
+  {
+    action: "discard",
+    label: "Discard",
+    what: "The dead letters are deleted (the jobs' own rows stay).",
+    danger: true,
+  },
+];
 
 export function DeadLettersPage() {
   const projectId = useProjectId();
@@ -48,12 +60,6 @@ export function DeadLettersPage() {
     keys,
     (r) => done(`Replayed as job ${r.job_ids.map((id) => `#${id}`).join(", ")}.`),
   );
-  const replayMany = useAction(
-    (ids: string[]) =>
-      unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/replay", { params: { path }, body: { ids } })),
-    keys,
-    (r) => done(`Replayed ${r.replayed} dead letter${r.replayed === 1 ? "" : "s"}.`),
-  );
   const discard = useAction(
     (ids: string[]) =>
       unwrap(api.POST("/api/v1/projects/{project_id}/dead-letters/discard", { params: { path }, body: { ids } })),
@@ -62,6 +68,19 @@ export function DeadLettersPage() {
   );
   const selected = Object.keys(selection).filter((id) => selection[id]);
   const canAct = can("member");
+  const [allMatching, setAllMatching] = useState(false);
+  const clearSelection = () => {
+    setSelection({});
+    setAllMatching(false);
+  };
+  // The list shows every pending dead letter of every queue: "all matching" is that filter.
+  const startBulk = (action: DeadLetterBulkAction) =>
+    unwrap(
+      api.POST("/api/v1/projects/{project_id}/dead-letters/bulk-actions", {
+        params: { path },
+        body: allMatching ? { action, filter: { include_replayed: false } } : { action, ids: selected },
+      }),
+    );
 
   const columns = [
     ...(canAct
@@ -71,20 +90,29 @@ export function DeadLettersPage() {
             header: ({ table }) => (
               <input
                 type="checkbox"
-                aria-label="Select all"
+                aria-label="Select all dead letters on this page"
                 className="size-4 rounded border-slate-300"
-                checked={table.getIsAllRowsSelected()}
-                onChange={table.getToggleAllRowsSelectedHandler()}
+                checked={allMatching || table.getIsAllRowsSelected()}
+                onChange={(e) => {
+                  setAllMatching(false);
+                  table.toggleAllRowsSelected(e.target.checked);
+                }}
               />
             ),
             cell: ({ row }) => (
               <input
                 type="checkbox"
-                aria-label="Select"
+                aria-label={`Select dead letter of job ${row.original.job_id ?? row.original.id}`}
                 data-testid={`dl-select-${row.original.id}`}
                 className="size-4 rounded border-slate-300"
-                checked={row.getIsSelected()}
-                onChange={row.getToggleSelectedHandler()}
+                checked={allMatching || row.getIsSelected()}
+                onChange={(e) => {
+                  if (allMatching) {
+                    setAllMatching(false);
+                    return;
+                  }
+                  row.toggleSelected(e.target.checked);
+                }}
               />
             ),
           }),
@@ -163,32 +191,23 @@ export function DeadLettersPage() {
         description={
           page ? `${formatNumber(page.total)} jobs exhausted their attempts.` : "Jobs that exhausted their attempts."
         }
-        actions={
-          canAct &&
-          selected.length > 0 && (
-            <>
-              <Button
-                variant="primary"
-                data-testid="dl-replay-selected"
-                busy={replayMany.isPending}
-                onClick={() => replayMany.mutate(selected)}
-              >
-                Replay {selected.length} selected
-              </Button>
-              <Button
-                variant="danger"
-                data-testid="dl-discard-selected"
-                busy={discard.isPending}
-                onClick={() => window.confirm(`Discard ${selected.length} dead letters?`) && discard.mutate(selected)}
-              >
-                Discard selected
-              </Button>
-            </>
-          )
-        }
       />
+      {canAct && (
+        <BulkActions
+          projectId={projectId}
+          noun="dead letter"
+          selectedCount={selected.length}
+          matchingCount={page?.total}
+          allMatching={allMatching}
+          onAllMatching={setAllMatching}
+          onClear={clearSelection}
+          choices={DL_BULK_CHOICES}
+          start={startBulk}
+          invalidate={keys}
+        />
+      )}
       <div className="mb-3 space-y-2">
-        <InlineError error={replayOne.error ?? replayMany.error ?? discard.error} />
+        <InlineError error={replayOne.error ?? discard.error} />
         {notice && (
           <div
             data-testid="dl-notice"

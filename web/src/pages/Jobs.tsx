@@ -1,17 +1,18 @@
 import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
 import { Link, useNavigate } from "@tanstack/react-router";
-import { createColumnHelper } from "@tanstack/react-table";
+import { createColumnHelper, type RowSelectionState } from "@tanstack/react-table";
 import { type FormEvent, useEffect, useState } from "react";
 
 import { api, unwrap } from "../api/client";
 import { ApiError } from "../api/errors";
 import { pollInterval, useAction, useLive } from "../api/hooks";
 import { useLiveStatus } from "../api/live";
-import { JOB_STATUSES, type JobPublic, type JobStatus } from "../api/types";
+import { JOB_STATUSES, type JobPublic, type JobStatus, type JobsFilter } from "../api/types";
 import { useProjectId, useSession } from "../lib/session";
 import { formatDateTime, formatRelative } from "../lib/time";
 import { useNow } from "../lib/useNow";
 import { StatusPill } from "../ui/Badge";
+import { type BulkChoice, BulkActions } from "../ui/BulkActions";
 import { Button } from "../ui/Button";
 import { Card } from "../ui/Card";
 import { Dialog } from "../ui/Dialog";
@@ -51,6 +52,37 @@ export function parseJobSearch(search: Record<string, unknown>): JobSearch {
 
 const col = createColumnHelper<JobPublic>();
 
+type JobBulkAction = "retry" | "cancel" | "delete";
+const JOB_BULK_CHOICES: BulkChoice<JobBulkAction>[] = [
+  { action: "retry", label: "Retry", what: "Failed, dead-lettered and cancelled jobs run again; others are skipped." },
+  {
+    action: "cancel",
+    label: "Cancel",
+    what: "Jobs not started yet are cancelled; running ones are asked to stop. Finished jobs are skipped.",
+    danger: true,
+  },
+  {
+    action: "delete",
+    label: "Delete",
+    what: "Finished jobs (completed, cancelled, dead-lettered) are deleted with their history; others are skipped.",
+    danger: true,
+  },
+];
+
+/** The list's query filters for this URL search (the bulk action and the count take the same). */
+function jobsFilter(search: JobSearch): JobsFilter {
+  return {
+    queue: search.queue,
+    status: search.status ? [search.status] : undefined,
+    handler: search.handler,
+    // A sliding window: each poll asks for "the last hour" as of now.
+    created_after: search.range ? new Date(Date.now() - RANGES[search.range]).toISOString() : undefined,
+    q: search.q,
+    payload: search.payload,
+    error: search.error,
+  };
+}
+
 export function JobsPage({ search }: { search: JobSearch }) {
   const projectId = useProjectId();
   const { can } = useSession();
@@ -77,14 +109,7 @@ export function JobsPage({ search }: { search: JobSearch }) {
           params: {
             path: { project_id: projectId },
             query: {
-              queue: search.queue,
-              status: search.status ? [search.status] : undefined,
-              handler: search.handler,
-              // A sliding window: each poll asks for "the last hour" as of now.
-              created_after: search.range ? new Date(Date.now() - RANGES[search.range]).toISOString() : undefined,
-              q: search.q,
-              payload: search.payload,
-              error: search.error,
+              ...jobsFilter(search),
               cursor: pageParam,
               limit: 50,
             },
@@ -96,6 +121,34 @@ export function JobsPage({ search }: { search: JobSearch }) {
     placeholderData: keepPreviousData,
   });
   const rows = jobs.data?.pages.flatMap((p) => p.items);
+  const canAct = can("member");
+  const [selection, setSelection] = useState<RowSelectionState>({});
+  const [allMatching, setAllMatching] = useState(false);
+  const clearSelection = () => {
+    setSelection({});
+    setAllMatching(false);
+  };
+  // A new filter is a new set of rows: what was selected under the old one is dropped.
+  const searchKey = JSON.stringify(search);
+  useEffect(clearSelection, [searchKey]);
+  const selected = Object.keys(selection).filter((id) => selection[id]);
+  const matching = useLive(
+    ["jobs", projectId, search, "count"],
+    () =>
+      unwrap(
+        api.GET("/api/v1/projects/{project_id}/jobs/count", {
+          params: { path: { project_id: projectId }, query: jobsFilter(search) },
+        }),
+      ),
+    { enabled: canAct && (selected.length > 0 || allMatching) },
+  );
+  const startBulk = (action: JobBulkAction) =>
+    unwrap(
+      api.POST("/api/v1/projects/{project_id}/jobs/bulk-actions", {
+        params: { path: { project_id: projectId } },
+        body: allMatching ? { action, filter: jobsFilter(search) } : { action, ids: selected.map(Number) },
+      }),
+    );
 
   const setFilter = (patch: Partial<JobSearch>) => void navigate({ to: "/jobs", search: { ...search, ...patch } });
 
@@ -105,6 +158,42 @@ export function JobsPage({ search }: { search: JobSearch }) {
   }
 
   const columns = [
+    ...(canAct
+      ? [
+          col.display({
+            id: "select",
+            header: ({ table }) => (
+              <input
+                type="checkbox"
+                aria-label="Select all jobs on this page"
+                data-testid="jobs-select-page"
+                className="size-4 rounded border-slate-300"
+                checked={allMatching || table.getIsAllRowsSelected()}
+                onChange={(e) => {
+                  setAllMatching(false);
+                  table.toggleAllRowsSelected(e.target.checked);
+                }}
+              />
+            ),
+            cell: ({ row }) => (
+              <input
+                type="checkbox"
+                aria-label={`Select job ${row.original.id}`}
+                data-testid={`job-select-${row.original.id}`}
+                className="size-4 rounded border-slate-300"
+                checked={allMatching || row.getIsSelected()}
+                onChange={(e) => {
+                  if (allMatching) {
+                    setAllMatching(false);
+                    return;
+                  }
+                  row.toggleSelected(e.target.checked);
+                }}
+              />
+            ),
+          }),
+        ]
+      : []),
     col.accessor("id", {
       header: "Job",
       meta: { numeric: true },
@@ -241,6 +330,23 @@ export function JobsPage({ search }: { search: JobSearch }) {
           </form>
         </div>
       </Card>
+      {canAct && (
+        <BulkActions
+          projectId={projectId}
+          noun="job"
+          selectedCount={selected.length}
+          matchingCount={matching.data?.count}
+          allMatching={allMatching}
+          onAllMatching={setAllMatching}
+          onClear={clearSelection}
+          choices={JOB_BULK_CHOICES}
+          start={startBulk}
+          invalidate={[
+            ["jobs", projectId],
+            ["overview", projectId],
+          ]}
+        />
+      )}
       <Card padded={false}>
         <DataTable
           testId="jobs-table"
@@ -254,6 +360,8 @@ export function JobsPage({ search }: { search: JobSearch }) {
           error={jobs.error}
           onRetry={() => void jobs.refetch()}
           empty={<EmptyState title="No jobs match" hint="Change the filters, or enqueue a job." />}
+          rowSelection={canAct ? selection : undefined}
+          onRowSelectionChange={canAct ? setSelection : undefined}
         />
         {jobs.hasNextPage && (
           <div className="flex justify-center border-t border-slate-100 p-3">

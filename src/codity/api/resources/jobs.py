@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import Header, Query, Response
+from fastapi import Depends, Header, Query, Response
 from pydantic import AwareDatetime
 
 from codity import core
@@ -21,6 +21,7 @@ from codity.api.ratelimit import check_enqueue_quota
 from codity.api.resources._params import JobId, QueueFilter
 from codity.api.resources._project_audit import atomic, audit
 from codity.api.routing import RateLimitClass, Route, Scope
+from codity.api.schemas.bulk_actions import JobsCount, JobsFilter
 from codity.api.schemas.common import DEFAULT_PAGE_SIZE, NO_NUL_PATTERN
 from codity.api.schemas.jobs import (
     EnqueuedJobPublic,
@@ -34,11 +35,11 @@ from codity.api.schemas.jobs import (
     JobsBulkResult,
     JobsPage,
 )
+from codity.api.stores import bulk_actions as bulk_store
 from codity.api.stores import jobs as store
 from codity.api.stores.jobs import JobFilter
 from codity.domain.errors import ForbiddenError, ValidationError
 from codity.domain.masking import names_a_secret
-from codity.domain.payload_match import parse_payload_match
 from codity.domain.states import JobStatus, MemberRole
 
 TAG = "jobs"
@@ -145,9 +146,7 @@ async def enqueue_bulk(
     return JobsBulkResult(batch_id=batch_id, jobs=[j for j in out if j is not None])
 
 
-async def list_project_jobs(
-    ctx: ProjectScope,
-    pool: DbPool,
+async def jobs_filter_query(
     queue: QueueFilter = None,
     status: Annotated[list[JobStatus] | None, Query(description="repeat for several")] = None,
     handler: Annotated[
@@ -183,32 +182,59 @@ async def list_project_jobs(
             description="words that all appear in the job's last error",
         ),
     ] = None,
-    limit: Limit = DEFAULT_PAGE_SIZE,
-    cursor: Cursor = None,
-) -> JobsPage:
-    after = decode_cursor(cursor, int)
-    payload_match = parse_payload_match(payload) if payload else None
-    if payload_match is not None and hides_secrets(ctx) and names_a_secret(payload_match):
-        # An exact-match search would tell a viewer whether a guess of a masked value is right.
-        raise ForbiddenError(
-            "a viewer cannot search payloads by a secret-looking key (its values are masked)"
-        )
-    queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
-    filters = JobFilter(
-        queue_id=queue_id,
-        statuses=tuple(status or ()),
+) -> JobsFilter:
+    """The jobs list's filters (query parameters), shared by the list, the count and the body
+    of a bulk action (`JobsFilter`)."""
+    return JobsFilter.model_construct(
+        queue=queue,
+        status=status,
         handler=handler,
         created_after=created_after,
         created_before=created_before,
         batch_id=batch_id,
-        text=q,
-        payload_match=payload_match,
-        error_text=error,
+        q=q,
+        payload=payload,
+        error=error,
     )
+
+
+JobsQuery = Annotated[JobsFilter, Depends(jobs_filter_query)]
+
+
+async def _job_filter(pool: DbPool, ctx: ProjectScope, filters: JobsFilter) -> JobFilter:
+    queue = filters.queue
+    queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
+    job_filter = bulk_store.job_filter(filters, queue_id)
+    match = job_filter.payload_match
+    if match is not None and hides_secrets(ctx) and names_a_secret(match):
+        # An exact-match search (or count) would tell a viewer whether a guess of a masked
+        # value is right.
+        raise ForbiddenError(
+            "a viewer cannot search payloads by a secret-looking key (its values are masked)"
+        )
+    return job_filter
+
+
+async def list_project_jobs(
+    ctx: ProjectScope,
+    pool: DbPool,
+    filters: JobsQuery,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
+) -> JobsPage:
+    after = decode_cursor(cursor, int)
+    job_filter = await _job_filter(pool, ctx, filters)
     items = await store.list_jobs(
-        pool, ctx.project_id, filters, limit=limit, before_id=after[0] if after else None
+        pool, ctx.project_id, job_filter, limit=limit, before_id=after[0] if after else None
     )
     return JobsPage(items=items, next_cursor=next_cursor(items, limit, lambda j: (j.id,)))
+
+
+async def count_project_jobs(ctx: ProjectScope, pool: DbPool, filters: JobsQuery) -> JobsCount:
+    """How many jobs the filters of `GET /jobs` match (the dashboard's "all N matching")."""
+    job_filter = await _job_filter(pool, ctx, filters)
+    where = bulk_store.job_fragments(filter=job_filter, ids=None, high_water_id=None)
+    return JobsCount(count=await bulk_store.count_jobs(pool, ctx.project_id, where))
 
 
 async def read_job(ctx: ProjectScope, pool: DbPool, job_id: JobId) -> JobDetail:
@@ -273,6 +299,8 @@ ROUTES: list[Route] = [
           status_code=201, rate_limit=RateLimitClass.ENQUEUE, tags=(TAG,)),
     Route("GET", BASE, list_project_jobs, _P, MemberRole.VIEWER,
           "List jobs (newest first) with filters", response_model=JobsPage, tags=(TAG,)),
+    Route("GET", BASE + "/count", count_project_jobs, _P, MemberRole.VIEWER,
+          "How many jobs the list's filters match", response_model=JobsCount, tags=(TAG,)),
     Route("GET", ONE, read_job, _P, MemberRole.VIEWER,
           "A job with its payload, executions (the retry history) and recent logs",
           response_model=JobDetail, tags=(TAG,)),

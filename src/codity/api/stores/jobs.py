@@ -49,7 +49,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _where(f: JobFilter) -> Fragments:
+def filter_fragments(f: JobFilter) -> Fragments:
     """Only the conditions asked for are in the statement, each one a plain index condition."""
     where = Fragments()
     if f.queue_id is not None:
@@ -78,7 +78,7 @@ async def list_jobs(
     conn: Conn, project_id: UUID, f: JobFilter, *, limit: int, before_id: int | None
 ) -> list[JobPublic]:
     """Newest first; the keyset is the id (`before_id` = the last id of the previous page)."""
-    where = _where(f)
+    where = filter_fragments(f)
     if before_id is not None:
         where.add("api_jobs_after", before_id=before_id)
     q = where.bind("api_jobs_list", project_id=project_id, limit=limit)

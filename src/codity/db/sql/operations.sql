@@ -75,3 +75,23 @@ RETURNING d.id;
 UPDATE queues SET is_paused = $2::boolean, updated_at = now()
 WHERE id = $1::uuid AND project_id = $3::uuid
 RETURNING id;
+
+-- name: cancel_now_many
+-- Bulk cancel (codity.core.bulk): the jobs, locked by the caller and not yet leased, are
+-- cancelled at once, as cancel_now does for one. Parameters: $1 job ids bigint[].
+UPDATE jobs SET status = 'cancelled', finished_at = now(), updated_at = now()
+WHERE id = ANY($1::bigint[]);
+
+-- name: request_cancel_many
+-- Bulk cancel of leased jobs: by request, as request_cancel does for one (the worker stops the
+-- handler at its next heartbeat). Parameters: $1 job ids bigint[].
+UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
+WHERE id = ANY($1::bigint[]);
+
+-- name: delete_finished_jobs
+-- Bulk delete: only finished jobs (completed, cancelled, dead_letter: what retention prunes),
+-- locked by the caller. Executions and logs go with them (jobs_delete_executions and the
+-- cascade); dead letters keep their own copy. Parameters: $1 job ids bigint[].
+DELETE FROM jobs
+WHERE id = ANY($1::bigint[]) AND status IN ('completed', 'cancelled', 'dead_letter')
+RETURNING id;
