@@ -147,6 +147,7 @@ class Services:
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     schedulers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     killed_at: dict[int, float] = field(default_factory=dict)  # pid -> wall-clock kill time
+    spawned_at: dict[int, float] = field(default_factory=dict)  # pid -> wall-clock start time
 
     def start_worker(self) -> None:
         n = len(self.procs.started)
@@ -154,6 +155,7 @@ class Services:
             self.procs.spawn("worker", "--app", APP, "--queues", "chaos",
                              "--capacity", str(CAPACITY), env=self.worker_env, name=f"worker-{n}")
         )  # fmt: skip
+        self.spawned_at[self.workers[-1].pid] = time.time()
 
     async def sigkill(self, proc: subprocess.Popen[bytes]) -> None:
         proc.send_signal(signal.SIGKILL)
@@ -344,6 +346,15 @@ async def check_chaos(
                 f"({'ALIVE' if r['pid'] in alive else 'dead'}), lease until {r['lock_expires_at']}"
                 for r in unfinished[:20]
             ]
+            # Which live worker processes ever registered (a worker that cannot even connect
+            # serves nothing), and where their connections got to.
+            rows = await db.run(lambda c: c.fetch("SELECT pid, status::text FROM workers"))
+            by_pid = {r["pid"]: r["status"] for r in rows}
+            registered = {
+                p.pid: f"{by_pid.get(p.pid, 'NOT REGISTERED')}, spawned "
+                       f"{time.time() - services.spawned_at[p.pid]:.1f} s ago"
+                for p in services.alive() if p in services.workers
+            }  # fmt: skip
             # What the database's sessions were doing then: a stall shows here (a session
             # waiting on a lock, a transaction left open) when it is not the workers' own.
             sessions = await db.run(
@@ -359,7 +370,9 @@ async def check_chaos(
                 f"{len(unfinished)} job(s) unfinished {SETTLE_LIMIT_S:.0f} s (two lease periods"
                 " and the longest job) after the faults ended:\n  "
                 + "\n  ".join(stuck)
-                + f"\nsessions ({len(sessions)}, cutter links {cutter.connections}):\n  "
+                + f"\nworkers alive: {registered}\ncutter: accepted {cutter.accepted}, linked "
+                f"{cutter.connections}, refused {cutter.refused}, open {cutter.open_links}"
+                + f"\nsessions ({len(sessions)}):\n  "
                 + "\n  ".join(str(dict(r)) for r in sessions)
             )
         await asyncio.sleep(0.1)
