@@ -91,6 +91,7 @@ class Figures:
     long_runs_completed: int = 0
     runs_stopped: int = 0
     kills: int = 0
+    kills_skipped: int = 0
     backends_ended: int = 0
     replies_cut: int = 0
     worker_restarts: int = 0
@@ -103,7 +104,8 @@ class Figures:
         return (
             f"chaos {CHAOS_S:.0f} s (seed {self.seed}): {self.jobs} jobs ({self.long_jobs} longer "
             f"than the lease, {self.long_runs_completed} such runs completed), {self.kills} worker "
-            f"kills, {self.backends_ended} backends ended, {self.replies_cut} claim replies cut, "
+            f"kills ({self.kills_skipped} skipped: no worker serving yet), "
+            f"{self.backends_ended} backends ended, {self.replies_cut} claim replies cut, "
             f"{self.worker_restarts + self.pg_restarts} restarts ({self.worker_restarts} workers, "
             f"{self.pg_restarts} PostgreSQL, down {PG_OUTAGE_S:.1f} s each), "
             f"{self.scheduler_kills} scheduler killed, {self.reruns} re-runs, {self.runs_stopped} "
@@ -148,6 +150,7 @@ class Services:
     schedulers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     killed_at: dict[int, float] = field(default_factory=dict)  # pid -> wall-clock kill time
     spawned_at: dict[int, float] = field(default_factory=dict)  # pid -> wall-clock start time
+    last_serving: set[int] = field(default_factory=set)
 
     def start_worker(self) -> None:
         n = len(self.procs.started)
@@ -161,6 +164,18 @@ class Services:
         proc.send_signal(signal.SIGKILL)
         await asyncio.to_thread(proc.wait)
         self.killed_at[proc.pid] = time.time()
+
+    async def serving(self, db: Db) -> set[int]:
+        """Pids of live worker processes registered as active (the last answer, while the
+        database cannot be asked)."""
+        try:
+            rows = await db.run(
+                lambda c: c.fetch("SELECT pid FROM workers WHERE status = 'active'"), patience_s=1
+            )
+        except Exception:
+            return self.last_serving - set(self.killed_at)
+        self.last_serving = {r["pid"] for r in rows} - set(self.killed_at)
+        return self.last_serving
 
     def alive(self) -> list[subprocess.Popen[bytes]]:
         return [p for p in self.workers + self.schedulers if p.pid not in self.killed_at]
@@ -187,8 +202,15 @@ async def run_faults(
     for at, kind in fault_schedule(rng):
         await asyncio.sleep(max(0.0, started + at - time.monotonic()))
         if kind == "kill-worker":
-            victim = rng.choice([w for w in services.workers if w.pid not in services.killed_at])
-            await services.sigkill(victim)
+            # A worker that is serving: on a loaded machine a new process takes seconds to
+            # import and register, and kills of workers still starting (which hold nothing)
+            # could outpace the starts until no worker serves at all.
+            serving = await services.serving(db)
+            candidates = [w for w in services.workers if w.pid in serving]
+            if not candidates:
+                figures.kills_skipped += 1
+                continue
+            await services.sigkill(rng.choice(candidates))
             figures.kills += 1
             services.start_worker()
             figures.worker_restarts += 1
@@ -199,7 +221,7 @@ async def run_faults(
                     " WHERE application_name = ANY($1) ORDER BY random() LIMIT 1",
                     list(SERVICES),
                 ),
-                patience_s=5,
+                patience_s=15,  # the outage lasts 4.5 s and the restart takes its time
             )
             figures.backends_ended += bool(ended)
         elif kind == "cut-reply":
