@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tests.prerequisites import missing
+
 from codity.db.cluster import _as_postgres_user_prefix
 from codity.db.dsn import plain_dsn
 
@@ -27,6 +29,15 @@ def _free_port() -> int:
 
 def available() -> bool:
     return Path(PGBOUNCER).exists()
+
+
+def require() -> None:
+    """Skip the calling test when pgbouncer is missing; fail it in CI (tests/prerequisites.py)."""
+    if not available():
+        missing(
+            "PGBOUNCER NOT INSTALLED: `.ci/run` installs Debian's pgbouncer; "
+            "apt-get install -y pgbouncer"
+        )
 
 
 @contextlib.contextmanager

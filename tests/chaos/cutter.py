@@ -32,7 +32,12 @@ class Cutter:
     upstream_host: str
     upstream_port: int
     cuts: int = 0
+    #: Client connections accepted, those linked to PostgreSQL, those refused (PostgreSQL down),
+    #: and links open now: when services stop reaching the database, these say where.
+    accepted: int = 0
     connections: int = 0
+    refused: int = 0
+    open_links: int = 0
     _armed: bool = False
     _armed_any: bool = False
     _server: asyncio.Server | None = None
@@ -68,6 +73,7 @@ class Cutter:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.accepted += 1
         writers = [client_w]
         try:
             try:
@@ -75,15 +81,20 @@ class Cutter:
                     self.upstream_host, self.upstream_port
                 )
             except OSError:
+                self.refused += 1
                 return  # PostgreSQL is down: the client sees its connection closed
             writers.append(server_w)
             self.connections += 1
+            self.open_links += 1
             link = _Link(self)
-            with contextlib.suppress(OSError, asyncio.IncompleteReadError, _Cut):
-                await asyncio.gather(
-                    link.client_to_server(client_r, server_w),
-                    link.server_to_client(server_r, client_w),
-                )
+            try:
+                with contextlib.suppress(OSError, asyncio.IncompleteReadError, _Cut):
+                    await asyncio.gather(
+                        link.client_to_server(client_r, server_w),
+                        link.server_to_client(server_r, client_w),
+                    )
+            finally:
+                self.open_links -= 1
         finally:
             for writer in writers:
                 writer.close()

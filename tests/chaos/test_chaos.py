@@ -7,15 +7,21 @@ Faults (a seeded schedule; the seed is printed, `CODITY_CHAOS_SEED` replays it):
 - a claim's reply lost after its commit, every 2–4 s (the workers reach PostgreSQL through
   `cutter.Cutter`, which drops that reply and closes the connection);
 - one of the two schedulers SIGKILLed (not restarted);
-- PostgreSQL itself stopped and started again (the test's own cluster; once per 150 s of run).
+- PostgreSQL itself stopped and started again (the test's own cluster; once per 150 s of run),
+  down for 1.5 lease periods: every lease in flight runs out while the database is away.
+
+One job in LONG_EVERY runs for 1.3 to 2 lease periods: it completes only if heartbeats keep
+extending its lease (and a lease guard stops it when they cannot, in the outage).
 
 Invariants once the faults end: every acknowledged enqueue exists and completed; no job
 completed twice; each completion's execution_seq has a ledger entry that ran to its end; no
 two runs of one job overlap in time; no job dead-lettered; every service process still alive;
-no job left unfinished two lease periods after the faults end.
+no job left unfinished two lease periods (plus the longest job) after the faults end; some
+run longer than the lease completed.
 
 `make test` runs 30 s; `make chaos` runs 10 minutes (`CODITY_CHAOS_S=600`). The figures are
-printed: jobs, kills, backends ended, replies cut, restarts, re-runs, settle time.
+printed: jobs (long ones), kills, backends ended, replies cut, restarts, re-runs, runs stopped,
+settle time.
 """
 
 from __future__ import annotations
@@ -60,10 +66,19 @@ SERVICE_ENV = {
 }
 APP = "tests.chaos.ledger_app"
 ENQUEUE_BATCH, ENQUEUE_EVERY_S = 5, 0.05
-#: The faults' end to an empty queue: the promise is "within two lease periods".
-SETTLE_LIMIT_S = 2 * LEASE_MS / 1000
+#: Jobs longer than the lease: one in LONG_EVERY runs this long (ms), so heartbeats matter.
+LONG_EVERY = int(os.environ.get("CODITY_CHAOS_LONG_EVERY", "100"))
+LONG_MS = (int(1.3 * LEASE_MS), 2 * LEASE_MS)
+#: None enqueued in the run's last stretch: one enqueued then could still be waiting behind the
+#: backlog the faults left when the settle clock starts, and the settle bound would measure
+#: its length, not the recovery.
+LONG_UNTIL_S = CHAOS_S - 2 * LONG_MS[1] / 1000
+#: The faults' end to an empty queue: the promise is "within two lease periods" (plus the
+#: longest job, which may have been claimed again just before the faults ended).
+SETTLE_LIMIT_S = (2 * LEASE_MS + LONG_MS[1]) / 1000
 SERVICES = ("codity-worker", "codity-worker-listen", "codity-scheduler")
-PG_OUTAGE_S = 2.0
+#: Longer than the lease: every lease in flight expires while PostgreSQL is down.
+PG_OUTAGE_S = float(os.environ.get("CODITY_CHAOS_OUTAGE_LEASES", "1.5")) * LEASE_MS / 1000
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(int(CHAOS_S) + 300)]
 
@@ -72,7 +87,11 @@ pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(int(CHAOS
 class Figures:
     seed: int
     jobs: int = 0
+    long_jobs: int = 0
+    long_runs_completed: int = 0
+    runs_stopped: int = 0
     kills: int = 0
+    kills_skipped: int = 0
     backends_ended: int = 0
     replies_cut: int = 0
     worker_restarts: int = 0
@@ -83,11 +102,14 @@ class Figures:
 
     def line(self) -> str:
         return (
-            f"chaos {CHAOS_S:.0f} s (seed {self.seed}): {self.jobs} jobs, {self.kills} worker "
-            f"kills, {self.backends_ended} backends ended, {self.replies_cut} claim replies cut, "
+            f"chaos {CHAOS_S:.0f} s (seed {self.seed}): {self.jobs} jobs ({self.long_jobs} longer "
+            f"than the lease, {self.long_runs_completed} such runs completed), {self.kills} worker "
+            f"kills ({self.kills_skipped} skipped: no worker serving yet), "
+            f"{self.backends_ended} backends ended, {self.replies_cut} claim replies cut, "
             f"{self.worker_restarts + self.pg_restarts} restarts ({self.worker_restarts} workers, "
-            f"{self.pg_restarts} PostgreSQL), {self.scheduler_kills} scheduler killed, "
-            f"{self.reruns} re-runs, settled {self.settle_s:.2f} s after the faults"
+            f"{self.pg_restarts} PostgreSQL, down {PG_OUTAGE_S:.1f} s each), "
+            f"{self.scheduler_kills} scheduler killed, {self.reruns} re-runs, {self.runs_stopped} "
+            f"runs stopped (lease lost or kill), settled {self.settle_s:.2f} s after the faults"
         )
 
 
@@ -127,6 +149,8 @@ class Services:
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     schedulers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     killed_at: dict[int, float] = field(default_factory=dict)  # pid -> wall-clock kill time
+    spawned_at: dict[int, float] = field(default_factory=dict)  # pid -> wall-clock start time
+    last_serving: set[int] = field(default_factory=set)
 
     def start_worker(self) -> None:
         n = len(self.procs.started)
@@ -134,11 +158,24 @@ class Services:
             self.procs.spawn("worker", "--app", APP, "--queues", "chaos",
                              "--capacity", str(CAPACITY), env=self.worker_env, name=f"worker-{n}")
         )  # fmt: skip
+        self.spawned_at[self.workers[-1].pid] = time.time()
 
     async def sigkill(self, proc: subprocess.Popen[bytes]) -> None:
         proc.send_signal(signal.SIGKILL)
         await asyncio.to_thread(proc.wait)
         self.killed_at[proc.pid] = time.time()
+
+    async def serving(self, db: Db) -> set[int]:
+        """Pids of live worker processes registered as active (the last answer, while the
+        database cannot be asked)."""
+        try:
+            rows = await db.run(
+                lambda c: c.fetch("SELECT pid FROM workers WHERE status = 'active'"), patience_s=1
+            )
+        except Exception:
+            return self.last_serving - set(self.killed_at)
+        self.last_serving = {r["pid"] for r in rows} - set(self.killed_at)
+        return self.last_serving
 
     def alive(self) -> list[subprocess.Popen[bytes]]:
         return [p for p in self.workers + self.schedulers if p.pid not in self.killed_at]
@@ -165,8 +202,15 @@ async def run_faults(
     for at, kind in fault_schedule(rng):
         await asyncio.sleep(max(0.0, started + at - time.monotonic()))
         if kind == "kill-worker":
-            victim = rng.choice([w for w in services.workers if w.pid not in services.killed_at])
-            await services.sigkill(victim)
+            # A worker that is serving: on a loaded machine a new process takes seconds to
+            # import and register, and kills of workers still starting (which hold nothing)
+            # could outpace the starts until no worker serves at all.
+            serving = await services.serving(db)
+            candidates = [w for w in services.workers if w.pid in serving]
+            if not candidates:
+                figures.kills_skipped += 1
+                continue
+            await services.sigkill(rng.choice(candidates))
             figures.kills += 1
             services.start_worker()
             figures.worker_restarts += 1
@@ -177,7 +221,7 @@ async def run_faults(
                     " WHERE application_name = ANY($1) ORDER BY random() LIMIT 1",
                     list(SERVICES),
                 ),
-                patience_s=5,
+                patience_s=15,  # the outage lasts 4.5 s and the restart takes its time
             )
             figures.backends_ended += bool(ended)
         elif kind == "cut-reply":
@@ -193,20 +237,25 @@ async def run_faults(
 
 
 async def enqueue_forever(
-    db: Db, queue_id: Any, stop: asyncio.Event, acknowledged: dict[str, int], rng: random.Random
-) -> None:
+    db: Db, queue_id: Any, stop: asyncio.Event, acknowledged: dict[str, int], rng: random.Random,
+    long_keys: set[str],
+) -> None:  # fmt: skip
     """Enqueue batches until `stop`; a batch whose enqueue failed is retried with the same
     idempotency keys until acknowledged, so every key tried ends up acknowledged once."""
     n = 0
+    started = time.monotonic()
     pending: list[str] = []
     while pending or not stop.is_set():
         if not pending:
             pending = [f"chaos-{n + i}" for i in range(ENQUEUE_BATCH)]
             n += ENQUEUE_BATCH
-        jobs = [
-            core.NewJob("chaos.record", {"ms": rng.randint(0, 40)}, idempotency_key=key)
-            for key in pending
-        ]
+        jobs = []
+        for key in pending:
+            ms = rng.randint(0, 40)
+            if rng.randrange(LONG_EVERY) == 0 and time.monotonic() - started < LONG_UNTIL_S:
+                ms = rng.randint(*LONG_MS)
+                long_keys.add(key)
+            jobs.append(core.NewJob("chaos.record", {"ms": ms}, idempotency_key=key))
         made = await db.run(lambda c, jobs=jobs: core.enqueue_many(c, queue_id, jobs))
         acknowledged.update(zip(pending, (j.id for j in made), strict=True))
         pending = []
@@ -277,10 +326,13 @@ async def check_chaos(
     figures: Figures, ledger: Path, queue_id: Any,
 ) -> None:  # fmt: skip
     acknowledged: dict[str, int] = {}
+    long_keys: set[str] = set()
     stop_enqueue = asyncio.Event()
     enqueue_db = Db(db.url)  # a connection of its own: asyncpg runs one statement at a time
     enqueuer = asyncio.create_task(
-        enqueue_forever(enqueue_db, queue_id, stop_enqueue, acknowledged, random.Random(SEED + 1))
+        enqueue_forever(
+            enqueue_db, queue_id, stop_enqueue, acknowledged, random.Random(SEED + 1), long_keys
+        )
     )
     try:
         await run_faults(rng, cluster, services, cutter, db, figures)
@@ -296,6 +348,7 @@ async def check_chaos(
         await enqueue_db.close()
     figures.replies_cut = cutter.cuts
     figures.jobs = len(acknowledged)
+    figures.long_jobs = len(long_keys)
 
     # Settle: nothing left to run, within two lease periods of the faults' end.
     unfinished_sql = (
@@ -315,9 +368,34 @@ async def check_chaos(
                 f"({'ALIVE' if r['pid'] in alive else 'dead'}), lease until {r['lock_expires_at']}"
                 for r in unfinished[:20]
             ]
+            # Which live worker processes ever registered (a worker that cannot even connect
+            # serves nothing), and where their connections got to.
+            rows = await db.run(lambda c: c.fetch("SELECT pid, status::text FROM workers"))
+            by_pid = {r["pid"]: r["status"] for r in rows}
+            registered = {
+                p.pid: f"{by_pid.get(p.pid, 'NOT REGISTERED')}, spawned "
+                       f"{time.time() - services.spawned_at[p.pid]:.1f} s ago"
+                for p in services.alive() if p in services.workers
+            }  # fmt: skip
+            # What the database's sessions were doing then: a stall shows here (a session
+            # waiting on a lock, a transaction left open) when it is not the workers' own.
+            sessions = await db.run(
+                lambda c: c.fetch(
+                    "SELECT pid, application_name AS app, state, wait_event_type AS wtype,"
+                    " wait_event, pg_blocking_pids(pid) AS blocked_by,"
+                    " round(extract(epoch FROM now() - xact_start)::numeric, 1) AS xact_s,"
+                    " left(query, 80) AS query FROM pg_stat_activity"
+                    " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                )
+            )
             raise AssertionError(
-                f"{len(unfinished)} job(s) unfinished {SETTLE_LIMIT_S:.0f} s (two lease periods)"
-                " after the faults ended:\n  " + "\n  ".join(stuck)
+                f"{len(unfinished)} job(s) unfinished {SETTLE_LIMIT_S:.0f} s (two lease periods"
+                " and the longest job) after the faults ended:\n  "
+                + "\n  ".join(stuck)
+                + f"\nworkers alive: {registered}\ncutter: accepted {cutter.accepted}, linked "
+                f"{cutter.connections}, refused {cutter.refused}, open {cutter.open_links}"
+                + f"\nsessions ({len(sessions)}):\n  "
+                + "\n  ".join(str(dict(r)) for r in sessions)
             )
         await asyncio.sleep(0.1)
 
@@ -369,10 +447,17 @@ async def check_chaos(
         for (_, end_a, a), (start_b, _, b) in itertools.pairwise(intervals):
             assert start_b >= end_a, f"job {job_id}: run {b} started before run {a} ended"
     figures.reruns = len(runs) - len(by_job)
+    figures.runs_stopped = sum(1 for r in runs.values() if r.get("outcome") != "ok")
+    # Heartbeats mattered: runs longer than the lease completed, on their lease, not reaped.
+    lease_s = LEASE_MS / 1000
+    figures.long_runs_completed = sum(
+        1 for r in runs.values() if r.get("outcome") == "ok" and r["end"] - r["start"] > lease_s
+    )
     # Every service process still alive (the killed ones were killed on purpose).
     for proc in services.alive():
         assert proc.poll() is None, f"{proc.args} (pid {proc.pid}) died: exit {proc.returncode}"
     assert figures.kills > 0
+    assert figures.long_runs_completed > 0, "no run longer than the lease completed"
     assert figures.backends_ended > 0
     assert figures.pg_restarts > 0
     assert figures.replies_cut, "no claim reply was cut: the cutter no longer recognises the claim"

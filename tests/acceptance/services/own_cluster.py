@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.prerequisites import missing
 
 from codity.db import migrate
 from codity.db.cluster import (
@@ -79,7 +79,10 @@ class OwnCluster:
 def own_cluster() -> Iterator[OwnCluster]:
     bin_dir = find_system_bin_dir()
     if bin_dir is None:
-        pytest.skip("stopping a cluster needs the system's pg_ctl (apt-get install postgresql)")
+        missing(
+            "FAULT SUITE NOT RUN: stopping a cluster needs the system's pg_ctl"
+            " (apt-get install -y postgresql)"
+        )
     with throwaway_cluster(bin_dir) as cluster:
         migrate.upgrade(cluster.url)
         yield OwnCluster(cluster, bin_dir)

@@ -115,6 +115,63 @@ async def test_fencing_same_worker_reclaiming_its_reaped_job_refuses_the_stale_w
     assert (await job_row(db, job.id))["result"] == {"from": "live"}
 
 
+async def _reclaimed_by_same_worker(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> tuple[Any, Any]:
+    """A job claimed, reaped (its lease ran out) and claimed again by the same worker: the two
+    fences differ only by execution_seq."""
+    job = await enqueue(db, queue_id, NewJob("h", max_attempts=1))
+    (stale,) = await claim(db, worker_id, [queue_id], 1, LEASE_MS)
+    await mark_running(db, [stale.fence])
+    await expire_leases(db, job.id)
+    assert await reap_expired(db) == [job.id]
+    (live,) = await claim(db, worker_id, [queue_id], 1, 1_000)  # a short lease: extension shows
+    assert (live.fence.worker_id, live.execution_seq) == (worker_id, stale.execution_seq + 1)
+    return stale, live
+
+
+async def _lease_left_s(db: asyncpg.Connection[Any], job_id: int) -> float:
+    left: float = await db.fetchval(
+        "SELECT extract(epoch FROM lock_expires_at - now()) FROM jobs WHERE id = $1", job_id
+    )
+    return left
+
+
+async def test_fencing_same_worker_stale_heartbeat_does_not_extend_the_new_attempt(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """A heartbeat that names only the stale attempt (the worker lost track of the new claim,
+    say its reply never arrived) must not keep the new attempt's lease alive: the stale fence
+    is reported lost and the new attempt, which the worker does not hold, is given back."""
+    stale, live = await _reclaimed_by_same_worker(db, queue_id, worker_id)
+
+    beat = await heartbeat(db, worker_id, LEASE_MS, [stale.fence])
+
+    assert (beat.extended, beat.lost_fences, beat.released) == (0, [stale.fence], [live.id])
+    row = await job_row(db, live.id)
+    assert (row["status"], row["lock_expires_at"], row["attempt"]) == ("queued", None, 0)
+    assert [(e["execution_seq"], e["status"]) for e in await executions(db, live.id)] == [
+        (1, "lost"),
+        (2, "lost"),
+    ]
+
+
+async def test_fencing_same_worker_heartbeat_extends_only_the_live_attempt(
+    db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """The worker holds both attempts (the stale handler still winding down beside the new
+    one): the beat extends the new lease, reports the stale fence lost, gives nothing back."""
+    stale, live = await _reclaimed_by_same_worker(db, queue_id, worker_id)
+    assert await _lease_left_s(db, live.id) < 2
+
+    beat = await heartbeat(db, worker_id, LEASE_MS, [stale.fence, live.fence])
+
+    assert (beat.extended, beat.lost_fences, beat.released) == (1, [stale.fence], [])
+    assert await _lease_left_s(db, live.id) > LEASE_MS / 1000 - 5
+    row = await job_row(db, live.id)
+    assert (row["status"], row["execution_seq"]) == ("claimed", live.execution_seq)
+
+
 async def test_three_reaps_of_a_three_attempt_job_do_not_dead_letter(
     db: asyncpg.Connection[Any], queue_id: uuid.UUID, worker_id: uuid.UUID
 ) -> None:

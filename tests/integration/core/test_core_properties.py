@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -49,6 +50,7 @@ from codity.core import (
     fail,
     heartbeat,
     mark_running,
+    outcomes,
     promote_due,
     reap_expired,
     release,
@@ -360,3 +362,83 @@ def test_core_state_machine(database_url: str) -> None:
             suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
         ),
     )
+
+
+# ---- the invariants can fail: each meets a mutant it must catch ----------------------------
+#
+# An invariant that cannot fail proves nothing (the earlier live-lease check, one believed fence
+# per worker and job, stayed green with execution_seq deleted from the fenced completion; the
+# earlier transition check, against the transitive closure of the map, accepted queued ->
+# completed). Each check below is driven through a fixed sequence twice: against the real
+# database it holds, against a mutant it fails.
+
+#: The database made to take an edge that is not in the map but is reachable through it
+#: (queued -> claimed -> completed): a cancel of a queued job lands on completed.
+ILLEGAL_EDGE = (
+    "ALTER TABLE jobs DISABLE TRIGGER jobs_lifecycle",
+    """CREATE OR REPLACE FUNCTION test_mutant_edge() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF OLD.status = 'queued' AND NEW.status = 'cancelled' THEN NEW.status := 'completed'; END IF;
+         RETURN NEW;
+       END $$""",
+    "CREATE OR REPLACE TRIGGER test_mutant_edge BEFORE UPDATE OF status ON jobs FOR EACH ROW"
+    " EXECUTE FUNCTION test_mutant_edge()",
+)
+
+
+def _machine(database_url: str) -> CoreMachine:
+    CoreMachine.database_url = database_url
+    machine = CoreMachine()
+    machine.setup()
+    return machine
+
+
+@pytest.mark.parametrize("mutant", [False, True], ids=["real", "mutant"])
+def test_live_lease_invariant_fails_when_completion_ignores_execution_seq(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, mutant: bool
+) -> None:
+    if mutant:
+        real = outcomes.sql
+        fenced = "AND j.worker_id = f.worker_id AND j.execution_seq = f.seq"
+        assert fenced in real("complete_jobs")
+        monkeypatch.setattr(
+            outcomes,
+            "sql",
+            lambda name: (
+                real(name).replace(fenced, "AND j.worker_id = f.worker_id", 1)
+                if name == "complete_jobs"
+                else real(name)
+            ),
+        )
+    machine = _machine(database_url)
+    try:
+        machine.enqueue(1, 3)
+        machine.claim(0, 1, False)
+        machine.stalls_then_reclaims(0)  # worker a now holds seq 1 (stale) and seq 2 (live)
+        assert len({f.execution_seq for f in machine.issued}) == 2
+        if mutant:
+            with pytest.raises(AssertionError, match="accepts writes from"):
+                machine.no_job_is_held_by_two_live_leases()
+        else:
+            machine.no_job_is_held_by_two_live_leases()
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.parametrize("mutant", [False, True], ids=["real", "mutant"])
+def test_edge_invariant_fails_on_a_transition_only_the_closure_allows(
+    database_url: str, mutant: bool
+) -> None:
+    machine = _machine(database_url)
+    try:
+        for statement in ILLEGAL_EDGE if mutant else ():
+            machine.run(machine.conn.execute(statement))
+        machine.enqueue(1, 1)
+        machine.cancel(0)
+        if mutant:
+            with pytest.raises(AssertionError, match=r"'queued'.*'completed'"):
+                machine.every_status_change_is_one_allowed_edge()
+        else:
+            machine.every_status_change_is_one_allowed_edge()
+    finally:
+        machine.teardown()

@@ -50,7 +50,7 @@ async def test_a_full_batch_runs_again_without_waiting_for_the_tick() -> None:
     started = time.monotonic()
     await asyncio.wait_for(loop.run(stop), timeout=5)
     assert loop.calls == 4
-    assert time.monotonic() - started < 1  # a 60 s tick was never waited for
+    assert time.monotonic() - started < 30  # a 60 s tick was never waited for (half: any load)
 
 
 async def test_stop_interrupts_the_wait_between_ticks() -> None:

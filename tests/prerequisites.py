@@ -1,0 +1,25 @@
+"""What a fault suite does when something it needs is missing (the system's pg_ctl for a
+cluster it can stop and start, Debian's pgbouncer): on a laptop it skips, saying what to
+install; under `CODITY_REQUIRE_FAULT_SUITES=1` (`.ci/run` sets it) it FAILS, so CI cannot go
+green with the chaos, restart, outage or PgBouncer suite silently not run. The browser suite
+has the same switch of its own (`CODITY_REQUIRE_BROWSER_SUITE`, tests/e2e/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+import pytest
+
+ENV = "CODITY_REQUIRE_FAULT_SUITES"
+
+
+def required() -> bool:
+    return os.environ.get(ENV) == "1"
+
+
+def missing(reason: str) -> NoReturn:
+    """Skip the test for `reason`, or fail it when the fault suites are required."""
+    if required():
+        pytest.fail(f"{reason} [{ENV}=1]", pytrace=False)
+    pytest.skip(reason)
