@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from tests.factories import make_queue, make_tenant
 
 import codity
+from codity import core
 from codity.api import pagination
+from codity.domain.errors import QueueNotFoundError
 
 SRC = Path(codity.__file__).parent
 #: Methods of asyncpg connections and pools that take a statement.
@@ -86,3 +93,33 @@ def test_one_pagination_kit() -> None:
         "decode_cursor": ["api/pagination.py"],
     }
     assert pagination.decode_cursor(pagination.encode_cursor(7, "x"), int, str) == (7, "x")
+
+
+# --- enqueue names the project (defence in depth: the API resolves the queue first) ---------
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        core.NewJob(handler="h"),  # the single statement (insert_jobs checks the project)
+        core.NewJob(handler="h", unique_for_s=60),  # the longer plan (the queue read first)
+    ],
+    ids=["one-statement", "queue-read-first"],
+)
+async def test_enqueue_refuses_another_projects_queue_and_writes_nothing(
+    db: asyncpg.Connection[Any], job: core.NewJob
+) -> None:
+    """Break it: drop `AND ($20::uuid IS NULL OR q.project_id = $20::uuid)` from insert_jobs
+    (enqueue.sql) and the one-statement case fails; the longer plan is refused twice (the check
+    after `_queue_plan` in core/enqueue.py, before any read of the queue's keys, and the insert
+    itself): drop both and it fails too."""
+    mine, theirs = await make_tenant(db), await make_tenant(db)
+    their_queue = await make_queue(db, theirs.project_id)
+    with pytest.raises(QueueNotFoundError):
+        await core.enqueue(db, their_queue, job, project_id=mine.project_id)
+    with pytest.raises(QueueNotFoundError):
+        await core.enqueue_many(db, their_queue, [job, job], project_id=mine.project_id)
+    assert await db.fetchval("SELECT count(*) FROM jobs WHERE queue_id = $1", their_queue) == 0
+    # The owner's own call goes through, so the refusal above is the project check.
+    made = await core.enqueue(db, their_queue, job, project_id=theirs.project_id)
+    assert made.created

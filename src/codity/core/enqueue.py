@@ -156,7 +156,9 @@ class _Columns:
     def size(self) -> int:
         return len(self.handler)
 
-    def insert_args(self, queue_id: UUID, *, notify: bool) -> tuple[Any, ...]:
+    def insert_args(
+        self, queue_id: UUID, *, notify: bool, project_id: UUID | None
+    ) -> tuple[Any, ...]:
         return (
             queue_id,
             _uniform(self.handler),
@@ -177,6 +179,7 @@ class _Columns:
             _uniform(self.trace_parent),
             _uniform(self.concurrency_key),
             _uniform(self.unique_key),
+            project_id,
         )
 
     def chunk(self, start: int, stop: int) -> _Columns:
@@ -415,7 +418,10 @@ def _pending_plan(project_id: UUID, cols: _Columns) -> Plan[None]:
 
 
 def _insert_plan(
-    queue_id: UUID, chunks: Iterator[tuple[_Columns, bool]], progress: Progress | None
+    queue_id: UUID,
+    chunks: Iterator[tuple[_Columns, bool]],
+    progress: Progress | None,
+    project_id: UUID | None = None,
 ) -> Plan[list[EnqueuedJob]]:
     """INSERT chunk after chunk. Each chunk is sent before the next one is validated and
     encoded, so the client's work on chunk k+1 overlaps the server's on chunk k. A queue that
@@ -426,7 +432,9 @@ def _insert_plan(
     while pending is not None:
         cols, last = pending
         keys.extend(cols.idempotency_key)
-        yield Send(Query("insert_jobs", cols.insert_args(queue_id, notify=last)))
+        yield Send(
+            Query("insert_jobs", cols.insert_args(queue_id, notify=last, project_id=project_id))
+        )
         pending = None if last else next(chunks)
         (row,) = yield RECEIVE
         if not row["queue_found"]:
@@ -520,6 +528,7 @@ def _plan(
     jobs: Sequence[NewJob],
     schedule_ids: Sequence[UUID | None] | None,
     progress: Progress | None = None,
+    project_id: UUID | None = None,
 ) -> Plan[list[EnqueuedJob]]:
     _check_shape(jobs)
     traced_by = current_traceparent()  # the caller's span (codity[otel]), once per call
@@ -540,8 +549,11 @@ def _plan(
             )
             for a, b in _bounds(n)
         )
-        return (yield from _insert_plan(queue, lazy, progress))
+        return (yield from _insert_plan(queue, lazy, progress, project_id))
     q = yield from _queue_plan(queue)
+    if project_id is not None and q.info.project_id != project_id:
+        # Another tenant's queue id: unknown here, exactly as a queue that does not exist.
+        raise QueueNotFoundError(f"no queue {str(queue)!r}", details={"queue": str(queue)})
     policies = yield from _policies_plan(q.info.project_id, jobs)
     if not any(j.depends_on or j.unique_for_s is not None for j in jobs):
         lazy = (
@@ -557,7 +569,7 @@ def _plan(
             )
             for a, b in _bounds(n)
         )
-        return (yield from _insert_plan(q.info.id, lazy, progress))
+        return (yield from _insert_plan(q.info.id, lazy, progress, project_id))
     # With dependencies every row's pending count comes from one locking read of all of them,
     # and unique rows are looked up before anything is inserted: everything is validated first.
     cols = _prepare(jobs, q, policies, schedule_ids, traced_by)
@@ -571,7 +583,7 @@ def _plan(
     if todo:
         rest = cols if len(todo) == n else cols.select(todo)
         chunks = ((rest.chunk(a, b), b == len(todo)) for a, b in _bounds(len(todo)))
-        made = yield from _insert_plan(q.info.id, chunks, progress)
+        made = yield from _insert_plan(q.info.id, chunks, progress, project_id)
     if matched and progress is not None:
         progress(len(matched))
     by_row: dict[int, EnqueuedJob] = dict(zip(todo, made, strict=True))
@@ -605,6 +617,7 @@ async def _enqueue_rows(
     jobs: Sequence[NewJob],
     schedule_ids: Sequence[UUID | None] | None = None,
     progress: Progress | None = None,
+    project_id: UUID | None = None,
 ) -> list[EnqueuedJob]:
     if not jobs:
         return []
@@ -612,20 +625,23 @@ async def _enqueue_rows(
         # One connection for the whole plan: a pooled statement each would pay the pool's
         # acquire and its reset round trip per statement (two of each for a single job).
         async with conn.acquire() as held:
-            return await _enqueue_rows(held, queue_id, jobs, schedule_ids, progress)
+            return await _enqueue_rows(held, queue_id, jobs, schedule_ids, progress, project_id)
     driver = await async_driver(conn)
-    plan = _plan(queue_id, jobs, schedule_ids, progress)
+    plan = _plan(queue_id, jobs, schedule_ids, progress, project_id)
     return await run_async(driver, plan, atomic=_atomic(jobs))
 
 
-async def enqueue(conn: Any, queue_id: UUID | QueueRef, job: NewJob) -> EnqueuedJob:
+async def enqueue(
+    conn: Any, queue_id: UUID | QueueRef, job: NewJob, *, project_id: UUID | None = None
+) -> EnqueuedJob:
     """Enqueue one job on `conn`: an asyncpg Connection or Pool, a psycopg AsyncConnection, or
     an SQLAlchemy AsyncSession / AsyncConnection. Inside the caller's open transaction the job
-    commits or rolls back with it.
+    commits or rolls back with it. With `project_id` the queue must be that project's (the
+    statement checks it): another tenant's queue id is a QueueNotFoundError.
 
     Raises QueueNotFoundError, ValidationError, PayloadTooLargeError before writing anything.
     """
-    return (await _enqueue_rows(conn, queue_id, [job]))[0]
+    return (await _enqueue_rows(conn, queue_id, [job], project_id=project_id))[0]
 
 
 async def enqueue_many(
@@ -634,11 +650,13 @@ async def enqueue_many(
     jobs: Sequence[NewJob],
     *,
     progress: Progress | None = None,
+    project_id: UUID | None = None,
 ) -> list[EnqueuedJob]:
     """Enqueue many jobs; results are in input order. All or nothing, on bad input and on a
     failure part-way (several statements run in one transaction, a savepoint in the caller's).
-    `progress(n)` is called as each chunk of n jobs is written (for a progress bar)."""
-    return await _enqueue_rows(conn, queue_id, list(jobs), progress=progress)
+    `progress(n)` is called as each chunk of n jobs is written (for a progress bar).
+    `project_id`: as for `enqueue`."""
+    return await _enqueue_rows(conn, queue_id, list(jobs), progress=progress, project_id=project_id)
 
 
 def enqueue_sync(conn: Any, queue_id: UUID | QueueRef, job: NewJob) -> EnqueuedJob:

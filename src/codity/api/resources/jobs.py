@@ -99,7 +99,9 @@ async def enqueue_job(
     queue = await core.resolve_queue(pool, ctx.project_id, body.queue)
     await core.refuse_if_draining(pool, ctx.project_id, [queue.id])
     await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, 1)
-    result = await core.enqueue(pool, queue.id, _new_job(body, batch_id=body.batch_id, key=key))
+    result = await core.enqueue(
+        pool, queue.id, _new_job(body, batch_id=body.batch_id, key=key), project_id=ctx.project_id
+    )
     if not result.created:
         response.status_code = 200
     return await store.get_job(pool, ctx.project_id, result.id)
@@ -138,7 +140,7 @@ async def enqueue_bulk(
                 )
                 for i in positions
             ]
-            results = await core.enqueue_many(conn, queue_id, new_jobs)
+            results = await core.enqueue_many(conn, queue_id, new_jobs, project_id=ctx.project_id)
             for i, r in zip(positions, results, strict=True):
                 out[i] = EnqueuedJobPublic(
                     id=r.id, queue_id=queue_id, status=r.status, created=r.created

@@ -160,7 +160,7 @@ async def trigger_schedule(
         idempotency_key=key,
     )
     async with atomic(pool) as conn:
-        result = await core.enqueue(conn, schedule.queue_id, job)
+        result = await core.enqueue(conn, schedule.queue_id, job, project_id=ctx.project_id)
         if result.created:
             await store.record_manual_run(conn, ctx.project_id, schedule.id, result.id)
             await audit(conn, ctx, "schedule.trigger", "schedule", schedule.id, job_id=result.id)

@@ -60,7 +60,8 @@ LIMIT 2;
 -- Parameters: $1 queue_id uuid, $2..$13 one array per column (full length or one element),
 -- $14 notify boolean, $15 row count integer, $16 has idempotency keys boolean, $17 the W3C
 -- traceparent of the enqueuing span (tracing; NULL when untraced), $18 concurrency_key,
--- $19 unique_key: arrays like the columns.
+-- $19 unique_key: arrays like the columns, $20 the project the queue must belong to (uuid, or
+-- NULL: any; the API always names the caller's, so another tenant's queue id finds nothing).
 -- The statement reads the queue itself (one primary-key probe): a NULL max_attempts or
 -- timeout_ms takes the queue's default (its retry policy's max_attempts, else its own
 -- default_max_attempts; its default_timeout_ms), so an enqueue needs no query before this one;
@@ -69,7 +70,7 @@ WITH queue AS (
   SELECT q.default_max_attempts, q.default_timeout_ms, rp.max_attempts AS policy_max_attempts
   FROM queues q
   LEFT JOIN retry_policies rp ON rp.id = q.retry_policy_id
-  WHERE q.id = $1::uuid
+  WHERE q.id = $1::uuid AND ($20::uuid IS NULL OR q.project_id = $20::uuid)
 ),
 input AS (
   SELECT t.ord, nextval('jobs_id_seq'::regclass) AS new_id,
