@@ -1213,7 +1213,13 @@ class ApiKeyCreated(BaseModel):
             description='who created it (the key stops working when they leave the organisation)'
         ),
     ]
-    expires_at: Annotated[AwareDatetime | None, Field(title='Expires At')]
+    expires_at: Annotated[
+        AwareDatetime,
+        Field(
+            description='every key expires (default API_KEY_TTL_DAYS after creation)',
+            title='Expires At',
+        ),
+    ]
     id: Annotated[UUID, Field(title='Id')]
     key: Annotated[
         str, Field(description='the secret, shown this once: store it now', title='Key')
@@ -1243,7 +1249,13 @@ class ApiKeyPublic(BaseModel):
             description='who created it (the key stops working when they leave the organisation)'
         ),
     ]
-    expires_at: Annotated[AwareDatetime | None, Field(title='Expires At')]
+    expires_at: Annotated[
+        AwareDatetime,
+        Field(
+            description='every key expires (default API_KEY_TTL_DAYS after creation)',
+            title='Expires At',
+        ),
+    ]
     id: Annotated[UUID, Field(title='Id')]
     last_used_at: Annotated[AwareDatetime | None, Field(title='Last Used At')]
     name: Annotated[str, Field(title='Name')]

@@ -1212,8 +1212,12 @@ export interface components {
             created_at: string;
             /** @description who created it (the key stops working when they leave the organisation) */
             created_by: components["schemas"]["UserRef"] | null;
-            /** Expires At */
-            expires_at: string | null;
+            /**
+             * Expires At
+             * Format: date-time
+             * @description every key expires (default API_KEY_TTL_DAYS after creation)
+             */
+            expires_at: string;
             /**
              * Id
              * Format: uuid
@@ -1247,8 +1251,12 @@ export interface components {
             created_at: string;
             /** @description who created it (the key stops working when they leave the organisation) */
             created_by: components["schemas"]["UserRef"] | null;
-            /** Expires At */
-            expires_at: string | null;
+            /**
+             * Expires At
+             * Format: date-time
+             * @description every key expires (default API_KEY_TTL_DAYS after creation)
+             */
+            expires_at: string;
             /**
              * Id
              * Format: uuid

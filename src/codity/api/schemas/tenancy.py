@@ -144,7 +144,9 @@ class ApiKeyPublic(PublicModel):
         description="who created it (the key stops working when they leave the organisation)"
     )
     last_used_at: dt.datetime | None
-    expires_at: dt.datetime | None
+    expires_at: dt.datetime = Field(
+        description="every key expires (default API_KEY_TTL_DAYS after creation)"
+    )
     revoked_at: dt.datetime | None
 
 
