@@ -10,7 +10,7 @@ import { useProjectId, useSession } from "../lib/session";
 import { formatDateTime, formatRelative } from "../lib/time";
 import { useNow } from "../lib/useNow";
 import { Badge } from "../ui/Badge";
-import { type BulkChoice, BulkActions } from "../ui/BulkActions";
+import { type BulkChoice, BulkActions, selectColumn } from "../ui/BulkActions";
 import { Button } from "../ui/Button";
 import { Card } from "../ui/Card";
 import { PageHeader } from "../ui/PageHeader";
@@ -85,36 +85,12 @@ export function DeadLettersPage() {
   const columns = [
     ...(canAct
       ? [
-          col.display({
-            id: "select",
-            header: ({ table }) => (
-              <input
-                type="checkbox"
-                aria-label="Select all dead letters on this page"
-                className="size-4 rounded border-slate-300"
-                checked={allMatching || table.getIsAllRowsSelected()}
-                onChange={(e) => {
-                  setAllMatching(false);
-                  table.toggleAllRowsSelected(e.target.checked);
-                }}
-              />
-            ),
-            cell: ({ row }) => (
-              <input
-                type="checkbox"
-                aria-label={`Select dead letter of job ${row.original.job_id ?? row.original.id}`}
-                data-testid={`dl-select-${row.original.id}`}
-                className="size-4 rounded border-slate-300"
-                checked={allMatching || row.getIsSelected()}
-                onChange={(e) => {
-                  if (allMatching) {
-                    setAllMatching(false);
-                    return;
-                  }
-                  row.toggleSelected(e.target.checked);
-                }}
-              />
-            ),
+          selectColumn<DeadLetterPublic>({
+            pageLabel: "Select all dead letters on this page",
+            rowLabel: (dl) => `Select dead letter of job ${dl.job_id ?? dl.id}`,
+            rowTestId: (dl) => `dl-select-${dl.id}`,
+            allMatching,
+            onAllMatching: setAllMatching,
           }),
         ]
       : []),

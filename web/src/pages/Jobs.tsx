@@ -12,7 +12,7 @@ import { useProjectId, useSession } from "../lib/session";
 import { formatDateTime, formatRelative } from "../lib/time";
 import { useNow } from "../lib/useNow";
 import { StatusPill } from "../ui/Badge";
-import { type BulkChoice, BulkActions } from "../ui/BulkActions";
+import { type BulkChoice, BulkActions, selectColumn } from "../ui/BulkActions";
 import { Button } from "../ui/Button";
 import { Card } from "../ui/Card";
 import { Dialog } from "../ui/Dialog";
@@ -160,37 +160,13 @@ export function JobsPage({ search }: { search: JobSearch }) {
   const columns = [
     ...(canAct
       ? [
-          col.display({
-            id: "select",
-            header: ({ table }) => (
-              <input
-                type="checkbox"
-                aria-label="Select all jobs on this page"
-                data-testid="jobs-select-page"
-                className="size-4 rounded border-slate-300"
-                checked={allMatching || table.getIsAllRowsSelected()}
-                onChange={(e) => {
-                  setAllMatching(false);
-                  table.toggleAllRowsSelected(e.target.checked);
-                }}
-              />
-            ),
-            cell: ({ row }) => (
-              <input
-                type="checkbox"
-                aria-label={`Select job ${row.original.id}`}
-                data-testid={`job-select-${row.original.id}`}
-                className="size-4 rounded border-slate-300"
-                checked={allMatching || row.getIsSelected()}
-                onChange={(e) => {
-                  if (allMatching) {
-                    setAllMatching(false);
-                    return;
-                  }
-                  row.toggleSelected(e.target.checked);
-                }}
-              />
-            ),
+          selectColumn<JobPublic>({
+            pageLabel: "Select all jobs on this page",
+            pageTestId: "jobs-select-page",
+            rowLabel: (job) => `Select job ${job.id}`,
+            rowTestId: (job) => `job-select-${job.id}`,
+            allMatching,
+            onAllMatching: setAllMatching,
           }),
         ]
       : []),

@@ -2,6 +2,7 @@
 // matching this filter", the action buttons (each behind a confirmation dialog) and the
 // progress of the bulk action the server runs in the background, with a Stop button.
 import { type QueryKey, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type ColumnDef, createColumnHelper } from "@tanstack/react-table";
 import { useEffect, useState } from "react";
 
 import { api, unwrap } from "../api/client";
@@ -202,4 +203,55 @@ export function BulkActions<A extends string>({
       )}
     </div>
   );
+}
+
+/** The selection column of a list with bulk actions: a page checkbox in the header, one per
+ * row. While "all N matching" is on every box shows ticked; unticking any ends that mode. */
+export function selectColumn<T>({
+  pageLabel,
+  pageTestId,
+  rowLabel,
+  rowTestId,
+  allMatching,
+  onAllMatching,
+}: {
+  pageLabel: string;
+  pageTestId?: string;
+  rowLabel: (row: T) => string;
+  rowTestId: (row: T) => string;
+  allMatching: boolean;
+  onAllMatching: (on: boolean) => void;
+}): ColumnDef<T, unknown> {
+  return createColumnHelper<T>().display({
+    id: "select",
+    header: ({ table }) => (
+      <input
+        type="checkbox"
+        aria-label={pageLabel}
+        data-testid={pageTestId}
+        className="size-4 rounded border-slate-300"
+        checked={allMatching || table.getIsAllRowsSelected()}
+        onChange={(e) => {
+          onAllMatching(false);
+          table.toggleAllRowsSelected(e.target.checked);
+        }}
+      />
+    ),
+    cell: ({ row }) => (
+      <input
+        type="checkbox"
+        aria-label={rowLabel(row.original)}
+        data-testid={rowTestId(row.original)}
+        className="size-4 rounded border-slate-300"
+        checked={allMatching || row.getIsSelected()}
+        onChange={(e) => {
+          if (allMatching) {
+            onAllMatching(false);
+            return;
+          }
+          row.toggleSelected(e.target.checked);
+        }}
+      />
+    ),
+  });
 }
