@@ -24,6 +24,7 @@ from codity.api.principal import ProjectContext
 from codity.api.ratelimit import check_enqueue_quota
 from codity.api.request_context import current_request_id
 from codity.api.resources._project_audit import atomic
+from codity.api.resources.jobs import resolve_job_filter
 from codity.api.routing import RateLimitClass, Route, Scope
 from codity.api.schemas.bulk_actions import (
     BulkActionPublic,
@@ -60,9 +61,8 @@ async def create_jobs_bulk_action(
     job_filter = None
     ids = None
     if body.filter is not None:
-        if body.filter.queue is not None:
-            queue_id = (await core.resolve_queue(pool, ctx.project_id, body.filter.queue)).id
-        job_filter = store.job_filter(body.filter, queue_id)
+        job_filter = await resolve_job_filter(pool, ctx, body.filter)
+        queue_id = job_filter.queue_id
     else:
         ids = sorted(set(body.ids or []))
         found = await store.count_jobs(

@@ -203,7 +203,9 @@ async def jobs_filter_query(
 JobsQuery = Annotated[JobsFilter, Depends(jobs_filter_query)]
 
 
-async def _job_filter(pool: DbPool, ctx: ProjectScope, filters: JobsFilter) -> JobFilter:
+async def resolve_job_filter(pool: DbPool, ctx: ProjectScope, filters: JobsFilter) -> JobFilter:
+    """The filters as the store takes them (the queue named within the project), shared by the
+    list, the count and a bulk action's filter."""
     queue = filters.queue
     queue_id = (await core.resolve_queue(pool, ctx.project_id, queue)).id if queue else None
     job_filter = bulk_store.job_filter(filters, queue_id)
@@ -225,7 +227,7 @@ async def list_project_jobs(
     cursor: Cursor = None,
 ) -> JobsPage:
     after = decode_cursor(cursor, int)
-    job_filter = await _job_filter(pool, ctx, filters)
+    job_filter = await resolve_job_filter(pool, ctx, filters)
     items = await store.list_jobs(
         pool, ctx.project_id, job_filter, limit=limit, before_id=after[0] if after else None
     )
@@ -234,7 +236,7 @@ async def list_project_jobs(
 
 async def count_project_jobs(ctx: ProjectScope, pool: DbPool, filters: JobsQuery) -> JobsCount:
     """How many jobs the filters of `GET /jobs` match (the dashboard's "all N matching")."""
-    job_filter = await _job_filter(pool, ctx, filters)
+    job_filter = await resolve_job_filter(pool, ctx, filters)
     where = bulk_store.job_fragments(filter=job_filter, ids=None, high_water_id=None)
     return JobsCount(count=await bulk_store.count_jobs(pool, ctx.project_id, where))
 
