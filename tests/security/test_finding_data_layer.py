@@ -110,9 +110,9 @@ async def test_enqueue_refuses_another_projects_queue_and_writes_nothing(
     db: asyncpg.Connection[Any], job: core.NewJob
 ) -> None:
     """Break it: drop `AND ($20::uuid IS NULL OR q.project_id = $20::uuid)` from insert_jobs
-    (enqueue.sql) and the one-statement case fails; the longer plan is refused twice (the check
-    after `_queue_plan` in core/enqueue.py, before any read of the queue's keys, and the insert
-    itself): drop both and it fails too."""
+    (enqueue.sql) and the one-statement case fails; the longer plan is refused twice (`_queue_plan`
+    in core/enqueue.py, before any read of the queue's keys, and the insert itself): drop both
+    and it fails too."""
     mine, theirs = await make_tenant(db), await make_tenant(db)
     their_queue = await make_queue(db, theirs.project_id)
     with pytest.raises(QueueNotFoundError):

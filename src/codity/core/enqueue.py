@@ -361,7 +361,9 @@ def _unique(job: NewJob, for_ms: float, states: tuple[JobStatus, ...]) -> _Uniqu
     return _Unique(key=key, for_ms=for_ms, states=states)
 
 
-def _queue_plan(queue: UUID | QueueRef) -> Plan[_QueueDefaults]:
+def _queue_plan(queue: UUID | QueueRef, project_id: UUID | None = None) -> Plan[_QueueDefaults]:
+    """The queue's defaults; with `project_id`, another project's queue is not found (as one
+    that does not exist)."""
     if isinstance(queue, QueueRef):
         rows = yield Query("queue_for_enqueue_by_name", (queue.project, queue.name))
         if len(rows) > 1:
@@ -375,7 +377,7 @@ def _queue_plan(queue: UUID | QueueRef) -> Plan[_QueueDefaults]:
     else:
         rows = yield Query("queue_for_enqueue", (queue,))
         what = str(queue)
-    if not rows:
+    if not rows or (project_id is not None and rows[0]["project_id"] != project_id):
         raise QueueNotFoundError(f"no queue {what!r}", details={"queue": what})
     return _QueueDefaults(QueueInfo.from_row(rows[0]), rows[0]["policy_max_attempts"])
 
@@ -550,10 +552,7 @@ def _plan(
             for a, b in _bounds(n)
         )
         return (yield from _insert_plan(queue, lazy, progress, project_id))
-    q = yield from _queue_plan(queue)
-    if project_id is not None and q.info.project_id != project_id:
-        # Another tenant's queue id: unknown here, exactly as a queue that does not exist.
-        raise QueueNotFoundError(f"no queue {str(queue)!r}", details={"queue": str(queue)})
+    q = yield from _queue_plan(queue, project_id)
     policies = yield from _policies_plan(q.info.project_id, jobs)
     if not any(j.depends_on or j.unique_for_s is not None for j in jobs):
         lazy = (
