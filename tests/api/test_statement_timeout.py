@@ -6,23 +6,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import pytest
 from fastapi import FastAPI
 from tests.api.conftest import API, app_client, make_settings, register_and_login
 
 from codity.api.app import create_app
 from codity.db.pool import connect
-
-
-@pytest.fixture
-async def api_db(database_url: str) -> AsyncIterator[asyncpg.Connection[Any]]:
-    conn = await connect(database_url)
-    yield conn
-    await conn.close()
 
 
 async def _blocked_jobs_read(app: FastAPI, db: asyncpg.Connection[Any]) -> Any:
