@@ -218,6 +218,8 @@ async def test_a_viewer_reads_but_cannot_act(api: ProjectApi) -> None:
     assert (await api.client.get(api.url("/bulk-actions"), headers=viewer)).status_code == 200
     counted = await api.client.get(api.url("/jobs/count"), headers=viewer)
     assert counted.json() == {"count": 2}
+    # The action runs in the background: wait for its end, which the viewer's stop did not cut.
+    assert (await _finished(api, created["id"]))["status"] == "completed"
     assert await _statuses(api, queue_id) == {"cancelled": 2}
 
 
