@@ -537,6 +537,14 @@ jobs = Table(
         text("created_at DESC"),
         postgresql_where=text("unique_key IS NOT NULL"),
     ),
+    # Key limits: a key's leased jobs, counted by the claim with one probe per key (0020).
+    # Partial: jobs without a key, and queued or finished ones, never enter it.
+    Index(
+        "idx_jobs_key_leased",
+        "queue_id",
+        "concurrency_key",
+        postgresql_where=text("status IN ('claimed', 'running') AND concurrency_key IS NOT NULL"),
+    ),
     # Hot table: leave room on each page for HOT updates as a job moves through its states.
     postgresql_with={
         "fillfactor": "80",
