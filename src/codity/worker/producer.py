@@ -10,7 +10,12 @@ Each claim of a queue starts where this producer's previous claim of it ended (a
 `core.ClaimCursor`): the index entries of the jobs it already took are skipped instead of
 stepped over, which keeps claims cheap while a long transaction stops vacuum from removing
 them. Every CURSOR_RESCAN_S one claim reads from the front of the index again, so a job that
-came back with an older key (released, reaped, promoted) waits at most that long.
+came back with an older key (released, reaped, promoted) waits at most that long - unless that
+read is slow: under a held snapshot it steps over every dead entry, and it grows with the
+snapshot's age (a second after a minute at 3,000 jobs/s). Once it took longer than the interval
+every claim became one and the drain collapsed (`codity bench xmin`: enqueue->start p99 35 s,
+throughput 0.73x). So the next one waits at least RESCAN_COST_SHARE times as long as the last
+took (`RescanClock`): full reads cost at most 1/RESCAN_COST_SHARE of the producer's time.
 
 Flow control lives in the claim (docs/CONCURRENCY.md); the producer claims through one
 `core.Claimer` (which statement runs first) and only says whether to share between projects
@@ -28,6 +33,7 @@ next heartbeat, which gives them back at once.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from uuid import UUID
@@ -39,6 +45,22 @@ from codity.worker.executor import Executor
 
 #: How often a claim ignores its cursors and reads each queue from the front of the index.
 CURSOR_RESCAN_S = 1.0
+#: ... but never sooner than this many times the last such claim's duration after it began.
+RESCAN_COST_SHARE = 20
+
+
+class RescanClock:
+    """When the producer's next claim reads from the front of the index (no cursors)."""
+
+    def __init__(self) -> None:
+        self._next = -math.inf
+
+    def due(self, now: float) -> bool:
+        return now >= self._next
+
+    def ran(self, started: float, took_s: float) -> None:
+        """A claim without cursors began at `started` and took `took_s`."""
+        self._next = started + max(CURSOR_RESCAN_S, RESCAN_COST_SHARE * took_s)
 
 
 class Producer(LoopService):
@@ -78,7 +100,7 @@ class Producer(LoopService):
         self._fair = fair
         self._claimer = core.Claimer(worker_id, lease_ms, flow_first=flow_first)
         self._retry_timer: asyncio.TimerHandle | None = None
-        self._next_rescan = 0.0
+        self._rescan = RescanClock()
         self.claims = 0
 
     def on_error(self, exc: Exception) -> None:
@@ -94,10 +116,9 @@ class Producer(LoopService):
             return False
         conn = await self.held.get()
         now = time.monotonic()  # before the claim is sent: its leases run from later
-        rescan = now >= self._next_rescan
-        if rescan:
-            self._next_rescan = now + CURSOR_RESCAN_S
+        rescan = self._rescan.due(now)
         async with self._claim_lock:
+            started = time.monotonic()
             claimed = await self._claimer.claim(
                 conn,
                 queue_ids,
@@ -106,6 +127,8 @@ class Producer(LoopService):
                 cursors=None if rescan else self._cursors,
             )
             self.claims += 1
+            if rescan:
+                self._rescan.ran(started, time.monotonic() - started)
             if claimed.jobs:
                 # in hand before the lock is released
                 self._executor.start(claimed.jobs, lease_deadline=now + self._lease_ms / 1000)
