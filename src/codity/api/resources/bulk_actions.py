@@ -32,9 +32,9 @@ from codity.api.schemas.bulk_actions import (
     DeadLettersBulkActionCreate,
     JobsBulkActionCreate,
 )
-from codity.api.schemas.common import DEFAULT_PAGE_SIZE
+from codity.api.schemas.common import DEFAULT_PAGE_SIZE, RequestModel
 from codity.api.stores import bulk_actions as store
-from codity.domain.errors import DeadLetterNotFoundError, JobNotFoundError
+from codity.domain.errors import DeadLetterNotFoundError, JobNotFoundError, NotFoundError
 from codity.domain.states import MemberRole
 
 TAG = "bulk-actions"
@@ -53,6 +53,48 @@ def _actor(ctx: ProjectContext) -> dict[str, Any]:
     }
 
 
+def _require_all_found(found: int, listed: int, error: type[NotFoundError], what: str) -> None:
+    """Listed ids must all be the project's: 404 with how many are not, nothing created."""
+    if found != listed:
+        raise error(
+            f"{listed - found} of the {listed} ids are not {what} of this project",
+            details={"missing": listed - found},
+        )
+
+
+async def _start(
+    ctx: ProjectContext,
+    pool: DbPool,
+    request: Request,
+    *,
+    target: str,
+    action: str,
+    body_filter: RequestModel | None,
+    ids: list[Any] | None,
+    queue_id: uuid.UUID | None,
+    high_water_id: int | None,
+    matched: int,
+    re_runs: bool,
+) -> BulkActionPublic:
+    """Reserve the enqueue quota for an action that re-runs what it matched (429, nothing
+    created, when over), record the action, and wake this process's runner."""
+    if re_runs and matched:
+        await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, matched)
+    row = await store.insert(
+        pool,
+        target=target,
+        action=action,
+        filter=body_filter.model_dump(mode="json", exclude_none=True) if body_filter else None,
+        ids=ids,
+        queue_id=queue_id,
+        high_water_id=high_water_id,
+        matched=matched,
+        **_actor(ctx),
+    )
+    request.app.state.bulk_wake.set()
+    return store.public(row)
+
+
 async def create_jobs_bulk_action(
     ctx: ProjectScope, pool: DbPool, request: Request, body: JobsBulkActionCreate
 ) -> BulkActionPublic:
@@ -68,32 +110,26 @@ async def create_jobs_bulk_action(
         found = await store.count_jobs(
             pool, ctx.project_id, store.job_fragments(filter=None, ids=ids, high_water_id=None)
         )
-        if found != len(ids):
-            raise JobNotFoundError(
-                f"{len(ids) - found} of the {len(ids)} ids are not jobs of this project",
-                details={"missing": len(ids) - found},
-            )
+        _require_all_found(found, len(ids), JobNotFoundError, "jobs")
     high_water = await store.high_water_id(pool)
     matched = await store.count_jobs(
         pool,
         ctx.project_id,
         store.job_fragments(filter=job_filter, ids=ids, high_water_id=high_water),
     )
-    if body.action == "retry" and matched:
-        await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, matched)
-    row = await store.insert(
+    return await _start(
+        ctx,
         pool,
+        request,
         target="jobs",
         action=body.action,
-        filter=body.filter.model_dump(mode="json", exclude_none=True) if body.filter else None,
+        body_filter=body.filter,
         ids=ids,
         queue_id=queue_id,
         high_water_id=high_water,
         matched=matched,
-        **_actor(ctx),
+        re_runs=body.action == "retry",
     )
-    request.app.state.bulk_wake.set()
-    return store.public(row)
 
 
 async def create_dead_letters_bulk_action(
@@ -113,11 +149,7 @@ async def create_dead_letters_bulk_action(
                 filter=None, queue_id=None, ids=ids, frozen_at=None, pending_only=False
             ),
         )
-        if found != len(ids):
-            raise DeadLetterNotFoundError(
-                f"{len(ids) - found} of the {len(ids)} ids are not dead letters of this project",
-                details={"missing": len(ids) - found},
-            )
+        _require_all_found(found, len(ids), DeadLetterNotFoundError, "dead letters")
     matched = await store.count_dead_letters(
         pool,
         ctx.project_id,
@@ -129,21 +161,19 @@ async def create_dead_letters_bulk_action(
             pending_only=body.action == "replay",
         ),
     )
-    if body.action == "replay" and matched:
-        await check_enqueue_quota(pool, ctx.project_id, ctx.org_id, matched)
-    row = await store.insert(
+    return await _start(
+        ctx,
         pool,
+        request,
         target="dead_letters",
         action=body.action,
-        filter=body.filter.model_dump(mode="json", exclude_none=True) if body.filter else None,
+        body_filter=body.filter,
         ids=[str(i) for i in ids] if ids is not None else None,
         queue_id=queue_id,
         high_water_id=None,
         matched=matched,
-        **_actor(ctx),
+        re_runs=body.action == "replay",
     )
-    request.app.state.bulk_wake.set()
-    return store.public(row)
 
 
 async def list_bulk_actions(
