@@ -12,7 +12,15 @@ from __future__ import annotations
 from codity.core.bulk import cancel_jobs as bulk_cancel_jobs
 from codity.core.bulk import delete_jobs as bulk_delete_jobs
 from codity.core.bulk import retry_jobs as bulk_retry_jobs
-from codity.core.claim import ClaimCursor, ClaimedJob, Claimer, ClaimRound, claim, claim_round
+from codity.core.claim import (
+    ClaimCursor,
+    ClaimedJob,
+    Claimer,
+    ClaimRound,
+    advance_cursors,
+    claim,
+    claim_round,
+)
 from codity.core.connection import Conn, transaction
 from codity.core.cron import materialise_cron, occurrence_key
 from codity.core.dlq import discard_dead_letters, replay_dead_letters, replay_queue_dead_letters
@@ -80,6 +88,7 @@ __all__ = [
     "QueueInfo",
     "QueueRef",
     "RollupResult",
+    "advance_cursors",
     "append_logs",
     "bulk_cancel_jobs",
     "bulk_delete_jobs",

@@ -132,12 +132,7 @@ class Producer(LoopService):
             if claimed.jobs:
                 # in hand before the lock is released
                 self._executor.start(claimed.jobs, lease_deadline=now + self._lease_ms / 1000)
-        # In claim order: the last job of each queue is where its claim ended.
-        last = {job.queue_id: job for job in claimed.jobs} if len(queue_ids) > 1 else None
-        for job in last.values() if last is not None else claimed.jobs[-1:]:
-            cursor = core.ClaimCursor.after(job)
-            if cursor is not None:
-                self._cursors[job.queue_id] = cursor
+        core.advance_cursors(self._cursors, claimed)
         if claimed.retry_in_ms is not None and len(claimed.jobs) < free:
             self._wake_in(claimed.retry_in_ms / 1000)
         # Filled every free slot: more work is probably waiting; claim again once slots free.

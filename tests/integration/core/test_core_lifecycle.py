@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -16,7 +17,9 @@ from codity.core import (
     Completion,
     Failure,
     NewJob,
+    advance_cursors,
     claim,
+    claim_round,
     complete,
     enqueue,
     enqueue_many,
@@ -27,6 +30,7 @@ from codity.core import (
     release,
     resume_queue,
 )
+from codity.core.claim import DRY_CURSOR_LAG
 from codity.db.pool import connect
 from codity.domain.states import JobStatus
 
@@ -338,3 +342,63 @@ async def test_a_job_given_back_behind_the_cursor_is_found_by_the_next_full_clai
     assert third.id not in (first.id, second.id)
     (again,) = await claim(db, worker_id, [queue_id], 5, LEASE_MS)
     assert again.id == first.id
+
+
+async def test_a_claimer_that_lost_every_race_moves_its_cursor_past_what_the_others_took(
+    db: asyncpg.Connection[Any], database_url: str, queue_id: uuid.UUID, worker_id: uuid.UUID
+) -> None:
+    """A claim that finds a queue dry says so, and its cursor moves to DRY_CURSOR_LAG behind the
+    claim's clock: the next claim does not step over the index entries of the 2,999 jobs
+    another worker took after this one's cursor (a held snapshot keeps every one of them).
+    Break it: with the cursor left where it was (no ran_dry rule), the same claim reads them
+    all."""
+    long_ago = datetime.now(UTC) - timedelta(minutes=10)
+    await enqueue_many(db, queue_id, [NewJob("h", run_at=long_ago) for _ in range(3000)])
+    other = await new_worker(db)
+    holder = await connect(database_url)
+    try:
+        await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        await holder.fetchval("SELECT count(*) FROM jobs")  # the snapshot is taken now
+        cursors: dict[uuid.UUID, ClaimCursor] = {}
+        advance_cursors(cursors, await claim_round(db, worker_id, [queue_id], 1, LEASE_MS))
+        stale = cursors[queue_id]
+        for _ in range(30):
+            await claim(db, other, [queue_id], 100, LEASE_MS)
+        await db.execute("VACUUM jobs")  # can remove nothing the snapshot may still see
+        dry = await claim_round(db, worker_id, [queue_id], 10, LEASE_MS, cursors)
+        assert (dry.jobs, dry.ran_dry) == ([], (queue_id,))
+        assert dry.scanned_at is not None
+        advance_cursors(cursors, dry)
+        assert cursors[queue_id] == ClaimCursor(0, dry.scanned_at - DRY_CURSOR_LAG, 0)
+        fresh = await enqueue_many(db, queue_id, [NewJob("h") for _ in range(10)])
+        moved, moved_ids = await _claim_reads(db, worker_id, queue_id, cursors[queue_id])
+        kept, kept_ids = await _claim_reads(db, worker_id, queue_id, stale)
+    finally:
+        await holder.close()
+    assert moved_ids == kept_ids == sorted(f.id for f in fresh)
+    print(f"claim-index entries read: moved cursor {moved}, cursor left behind {kept}")
+    assert kept >= 2999
+    assert moved < 100, f"the moved cursor's claim read {moved} index entries (kept: {kept})"
+
+
+async def test_a_queue_that_gave_nothing_because_it_was_full_or_paused_did_not_run_dry(
+    db: asyncpg.Connection[Any], worker_id: uuid.UUID
+) -> None:
+    """Only a queue read to the end with room to spare ran dry: a queue at its concurrency
+    limit (its queued jobs were not looked for) or paused keeps its cursor, or the next claims
+    would start after its oldest jobs. A claim that filled its limit says nothing."""
+    project = await project_of(db, await make_queue(db))
+    full = await make_queue(db, project, concurrency_limit=1)
+    paused = await make_queue(db, project, is_paused=True)
+    empty = await make_queue(db, project)
+    for q in (full, paused):
+        await enqueue_many(db, q, [NewJob("h") for _ in range(3)])
+    await claim(db, worker_id, [full], 1, LEASE_MS)
+    round_ = await claim_round(db, worker_id, [full, paused, empty], 10, LEASE_MS)
+    assert (round_.jobs, round_.ran_dry) == ([], (empty,))
+    await enqueue_many(db, empty, [NewJob("h") for _ in range(3)])
+    filled = await claim_round(db, worker_id, [paused, empty], 2, LEASE_MS)
+    assert (len(filled.jobs), filled.ran_dry) == (2, ())
+    cursors: dict[uuid.UUID, ClaimCursor] = {}
+    advance_cursors(cursors, round_)
+    assert set(cursors) == {empty}

@@ -23,11 +23,12 @@
 --    cannot, and every claim would step over all of them from the front of the index. So the
 --    scan of a queue is three index ranges, in index order: priorities above the cursor's,
 --    the cursor's priority strictly after its (run_at, id) (the key of the last job this
---    claimer took there), and lower priorities. The claimer drops the cursor ($5 NULL: one
---    full scan) every so often, which picks up jobs that came back with an older key
---    (released, reaped, promoted) - see worker.producer.
+--    claimer took there, or just behind the clock of its claim that found the queue dry),
+--    and lower priorities. The claimer drops the cursor ($5 NULL: one full scan) every so
+--    often, which picks up jobs that came back with an older key (released, reaped,
+--    promoted) - see worker.producer and core.claim.advance_cursors.
 --
--- Then the UPDATE: queued -> claimed. SKIP LOCKED is the whole no-double-handout mechanism: a
+-- Then the UPDATE (`claimed`): queued -> claimed. SKIP LOCKED is the whole no-double-handout mechanism: a
 -- concurrent claimer skips rows another claimer has locked instead of waiting for them or
 -- reading them twice. `attempt` is accounting (refunded on reap/drain); `execution_seq` is the
 -- monotonic identity of this attempt and, with worker_id, the fence every later write names.
@@ -35,9 +36,10 @@
 -- rows in claim order (and move its cursors) without a Sort node here. Its first 13 columns
 -- are read by position (core/claim.py: _job, _claim_order), in the same order in both claim
 -- statements.
--- Every row says how many queues were left out for flow control (flow_queues): the caller then
--- claims from them with claim_jobs_flow (core/claim.py). An empty answer says nothing, so
--- after one the caller asks claim_jobs_flow (at most once a second: core.claim.Claimer).
+-- Last, one report row (id NULL), empty claims included: how many queues were left out for
+-- flow control (flow_queues: the caller then claims from them with claim_jobs_flow,
+-- core/claim.py), which queues ran dry, and the claim's clock (the caller moves the cursors of
+-- queues that ran dry: core.claim.advance_cursors).
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 cursor priorities integer[], $6 cursor run_at timestamptz[], $7 cursor ids bigint[]
 -- (aligned with $3; NULL arrays or NULL elements: no cursor, scan the queue from the front).
@@ -114,24 +116,42 @@ candidates AS (
     LIMIT q.n
   ) c
   LIMIT $4::integer
+),
+claimed AS (
+  UPDATE jobs j
+  SET status = 'claimed',
+      worker_id = $1::uuid,
+      claimed_at = now(),
+      started_at = NULL,
+      lock_expires_at = now() + $2::integer * interval '1 millisecond',
+      attempt = j.attempt + 1,
+      execution_seq = j.execution_seq + 1,
+      updated_at = now()
+  FROM candidates sel
+  -- = ANY(ARRAY(...)): the UPDATE finds its rows by primary key in a generic plan too (the
+  -- worker keeps this statement's plan: worker.connection), instead of a hash join over an
+  -- estimated fraction of the table.
+  WHERE j.id = sel.id AND j.id = ANY(ARRAY(SELECT c.id FROM candidates c))
+  RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
+            j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent
 )
-UPDATE jobs j
-SET status = 'claimed',
-    worker_id = $1::uuid,
-    claimed_at = now(),
-    started_at = NULL,
-    lock_expires_at = now() + $2::integer * interval '1 millisecond',
-    attempt = j.attempt + 1,
-    execution_seq = j.execution_seq + 1,
-    updated_at = now()
-FROM candidates sel
--- = ANY(ARRAY(...)): the UPDATE finds its rows by primary key in a generic plan too (the
--- worker keeps this statement's plan: worker.connection), instead of a hash join over an
--- estimated fraction of the table.
-WHERE j.id = sel.id AND j.id = ANY(ARRAY(SELECT c.id FROM candidates c))
-RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
-          j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent,
-          (SELECT s.flow_queues FROM served s) AS flow_queues;
+SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
+       c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
+       NULL::bigint AS flow_queues, NULL::uuid[] AS ran_dry, NULL::timestamptz AS scanned_at
+FROM claimed c
+UNION ALL
+-- The report row (id NULL), after the UPDATE. ran_dry: when the claim did not fill $4, every
+-- queue was read to the end of its ranges, and those that had room (quota > 0) but gave no
+-- job have nothing queued after the cursor (as of this statement's snapshot); NULL when it
+-- filled $4 (a later queue may not have been read at all). A queue at its concurrency limit
+-- (quota 0) is not in it: its queued jobs were not looked for.
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT s.flow_queues FROM served s),
+       CASE WHEN (SELECT count(*) FROM claimed) < $4::integer
+            THEN ARRAY(SELECT q.id FROM quota q
+                       WHERE q.n > 0 AND NOT EXISTS (SELECT FROM claimed c WHERE c.queue_id = q.id))
+       END,
+       now();
 
 -- name: claim_jobs_flow
 -- The claim for queues with flow control (docs/CONCURRENCY.md): the steps of claim_jobs, with
