@@ -116,6 +116,10 @@ class ClaimRound:
     ran_dry: tuple[UUID, ...] = ()
     #: The database's clock when the plain claim ran (its now()); None from claim_jobs_flow.
     scanned_at: datetime | None = None
+    #: The plain claim took fewer jobs than each queue's quota from every queue: nothing is
+    #: left that a slot freed in the worker could claim, until the next enqueue. False from
+    #: claim_jobs_flow, and whenever a queue may still hold claimable jobs.
+    drained: bool = False
 
 
 Cursors = Mapping[UUID, ClaimCursor]
@@ -180,6 +184,7 @@ async def _run(conn: Conn, statement: str, worker_id: UUID, args: list[Any]) -> 
         flow_queues=report["flow_queues"] or 0,
         ran_dry=tuple(report.get("ran_dry") or ()),
         scanned_at=report.get("scanned_at"),
+        drained=bool(report.get("drained")),
     )
 
 

@@ -139,8 +139,18 @@ async def fail(
             r["id"] for r in moved if r["status"] in (JobStatus.DEAD_LETTER, JobStatus.CANCELLED)
         ]
         await cancel_dependants(tx, ended)
+        # A retry due now is claimable, and so, in a limited queue, is a job the ended attempt's
+        # slot held back (complete_jobs' `freed` says why).
+        limited = {r["id"] for r in locked if r["limited"]}
         await notify_queues(
-            tx, sorted({r["queue_id"] for r in moved if r["status"] == JobStatus.QUEUED})
+            tx,
+            sorted(
+                {
+                    r["queue_id"]
+                    for r in moved
+                    if r["status"] == JobStatus.QUEUED or r["id"] in limited
+                }
+            ),
         )
     return BatchResult.split(ids, [r["id"] for r in moved])
 

@@ -23,6 +23,14 @@ Flow control lives in the claim (docs/CONCURRENCY.md); the producer claims throu
 a claim back, it wakes itself when the claim says the next start frees up instead of at the poll
 interval.
 
+A freed slot wakes the producer only while a claim could use it (`slot_freed`): after a claim
+that filled every free slot, or that left a queue with jobs it may still claim (at its
+concurrency limit, or with flow control), or a wake-up that found no free slot. After a claim
+that drained every queue (claim.sql's `drained`) it waits for a NOTIFY or the poll: at a
+trickle of jobs, the empty claim each finished job set off made the next job's claim wait
+behind it (`codity bench latency` at 2,000/s: 1.3-1.4 claims per job, half the claim time
+of a p50 spent waiting for one).
+
 A claim and a heartbeat never overlap (`claim_lock`): the heartbeat gives back jobs leased under
 this worker's id that the worker does not hold, and a job whose claim reply is still on its way
 is not held yet. Holding the lock until the claimed jobs are registered closes that race; a
@@ -102,6 +110,13 @@ class Producer(LoopService):
         self._retry_timer: asyncio.TimerHandle | None = None
         self._rescan = RescanClock()
         self.claims = 0
+        #: A freed slot may find a job to claim (see the module's docstring).
+        self.wants_slots = True
+
+    def slot_freed(self) -> None:
+        """The executor finished an attempt: claim again if a claim could use the slot."""
+        if self.wants_slots and self.wake is not None:
+            self.wake.set()
 
     def on_error(self, exc: Exception) -> None:
         self.held.discard()  # it may be broken mid-operation: the next round reconnects
@@ -113,6 +128,7 @@ class Producer(LoopService):
         free = self._capacity - self._busy()
         queue_ids = self._queue_ids()
         if free <= 0 or not queue_ids:
+            self.wants_slots = True  # woken with every slot busy: claim when one frees
             return False
         conn = await self.held.get()
         now = time.monotonic()  # before the claim is sent: its leases run from later
@@ -133,6 +149,7 @@ class Producer(LoopService):
                 # in hand before the lock is released
                 self._executor.start(claimed.jobs, lease_deadline=now + self._lease_ms / 1000)
         core.advance_cursors(self._cursors, claimed)
+        self.wants_slots = not claimed.drained
         if claimed.retry_in_ms is not None and len(claimed.jobs) < free:
             self._wake_in(claimed.retry_in_ms / 1000)
         # Filled every free slot: more work is probably waiting; claim again once slots free.

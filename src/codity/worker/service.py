@@ -168,13 +168,14 @@ class Worker:
         cfg = self.config
         writer, producer_conn = self._writer, self._producer_conn
         self._completer = completer = Completer(writer, write_lock=self._write_lock)
-        slot_freed = asyncio.Event()
+        claim_wake = asyncio.Event()  # wakes the producer: a NOTIFY, a freed slot
         self._executor = executor = Executor(
             registry=self.registry,
             threads=self._threads,
             running=self._running,
             completer=completer,
-            slot_freed=slot_freed.set,
+            # the producer below: a freed slot wakes it only while a claim could use it
+            slot_freed=lambda: producer.slot_freed(),
             db=self._pool,
             tracer=tracing.worker_tracer(),
         )
@@ -193,7 +194,7 @@ class Worker:
             queue_refresh_ms=cfg.queue_refresh_ms,
             executor=executor,
             claim_lock=self._claim_lock,
-            wake=slot_freed,
+            wake=claim_wake,
         )
         background: list[LoopService] = [
             completer,
@@ -214,7 +215,7 @@ class Worker:
             Notifier(
                 cfg.listen_database_url,  # DATABASE_DIRECT_URL: LISTEN needs a session
                 queue_ids=lambda: self._queue_id_strings,
-                wake=slot_freed.set,
+                wake=claim_wake.set,
             ),
         ]
         self._components = [producer, *background]

@@ -402,3 +402,37 @@ async def test_a_queue_that_gave_nothing_because_it_was_full_or_paused_did_not_r
     cursors: dict[uuid.UUID, ClaimCursor] = {}
     advance_cursors(cursors, round_)
     assert set(cursors) == {empty}
+
+
+async def test_a_claim_says_it_drained_its_queues_only_when_a_freed_slot_could_find_nothing(
+    db: asyncpg.Connection[Any], worker_id: uuid.UUID
+) -> None:
+    """`drained` lets the worker skip the claim a freed slot would set off (worker.producer).
+    It must be False whenever a queue may still hold a job that claim could take: a claim that
+    filled its limit, a queue that gave as many as its concurrency limit left room for (or
+    none, at the limit), a round with flow control. True only when every queue gave less than
+    it was allowed; a paused queue's jobs are not claimable, so they do not count."""
+    project = await project_of(db, await make_queue(db))
+    plain = await make_queue(db, project)
+    await enqueue_many(db, plain, [NewJob("h") for _ in range(3)])
+    filled = await claim_round(db, worker_id, [plain], 2, LEASE_MS)
+    assert (len(filled.jobs), filled.drained) == (2, False)
+    emptied = await claim_round(db, worker_id, [plain], 10, LEASE_MS)
+    assert (len(emptied.jobs), emptied.drained) == (1, True)
+    assert (await claim_round(db, worker_id, [plain], 10, LEASE_MS)).drained
+
+    limited = await make_queue(db, project, concurrency_limit=2)
+    await enqueue_many(db, limited, [NewJob("h") for _ in range(5)])
+    capped = await claim_round(db, worker_id, [plain, limited], 10, LEASE_MS)
+    assert (len(capped.jobs), capped.drained) == (2, False)  # gave all its limit allowed
+    at_limit = await claim_round(db, worker_id, [plain, limited], 10, LEASE_MS)
+    assert (at_limit.jobs, at_limit.drained) == ([], False)  # its jobs were not looked for
+
+    paused = await make_queue(db, project, is_paused=True)
+    await enqueue_many(db, paused, [NewJob("h") for _ in range(3)])
+    assert (await claim_round(db, worker_id, [plain, paused], 10, LEASE_MS)).drained
+
+    keyed = await make_queue(db, project, key_concurrency_limit=1)
+    await enqueue_many(db, keyed, [NewJob("h", concurrency_key="k") for _ in range(2)])
+    flow = await claim_round(db, worker_id, [plain, keyed], 10, LEASE_MS)
+    assert (len(flow.jobs), flow.drained) == (1, False)

@@ -7,7 +7,8 @@
 -- the UPDATE (it reads `done`): it takes a fresh snapshot, so it sees job_dependencies rows an
 -- enqueue committed while this UPDATE waited on that enqueue's share lock (the statement's own
 -- snapshot would not, and the dependant would wait forever). It NOTIFYs the queues of jobs it
--- made claimable. With no dependants it is one index probe per completed job.
+-- made claimable. With no dependants it is one index probe per completed job. `freed` wakes
+-- the workers of limited queues (below): one probe of queues per queue in the batch.
 -- A fast job may complete straight from 'claimed' (the worker marks a job running only once it
 -- has run for a moment), so the worker sends when the handler started: $5.
 -- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[],
@@ -40,8 +41,18 @@ executions AS (
 ),
 dependants AS (
   SELECT codity_release_dependants(array_agg(id)) AS woken FROM done
+),
+-- A job of a queue with a concurrency limit or a key limit ended: a job its limit held back may
+-- now be claimed, by any worker. Nothing else tells them (a queue's freed slot makes no row
+-- change a claimer could see otherwise): without it such a queue ran one job per poll interval.
+freed AS (
+  SELECT count(pg_notify('codity_jobs', q.id::text)) AS n
+  FROM queues q
+  WHERE q.id = ANY(ARRAY(SELECT DISTINCT queue_id FROM done))
+    AND (q.concurrency_limit IS NOT NULL OR q.key_concurrency_limit IS NOT NULL)
 )
-SELECT d.id, (SELECT woken FROM dependants) AS woken FROM done d;
+SELECT d.id, (SELECT woken FROM dependants) AS woken, (SELECT n FROM freed) AS freed
+FROM done d;
 
 -- name: cancel_dependants
 -- A job was dead-lettered or cancelled: every job that (transitively) waits on it can never
@@ -65,10 +76,12 @@ RETURNING j.id;
 -- name: lock_failing_jobs
 -- Failures: lock the fenced jobs and read what the retry decision needs (attempts and the
 -- effective retry policy: the job's own, else its queue's). Python computes the backoff with
--- the one implementation in codity.domain.backoff, then apply_failures writes it.
+-- the one implementation in codity.domain.backoff, then apply_failures writes it. `limited`:
+-- the job's queue has a concurrency or key limit, whose freed slot core.outcomes.fail notifies.
 -- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[].
 SELECT j.id, j.execution_seq, j.queue_id, j.attempt, j.max_attempts, j.status::text AS status,
-       rp.strategy::text AS strategy, rp.base_delay_ms, rp.max_delay_ms, rp.jitter
+       rp.strategy::text AS strategy, rp.base_delay_ms, rp.max_delay_ms, rp.jitter,
+       (q.concurrency_limit IS NOT NULL OR q.key_concurrency_limit IS NOT NULL) AS limited
 FROM jobs j
 JOIN unnest($1::bigint[], $2::uuid[], $3::integer[]) AS f(id, worker_id, seq)
   ON j.id = f.id AND j.worker_id = f.worker_id AND j.execution_seq = f.seq
