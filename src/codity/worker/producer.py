@@ -29,7 +29,10 @@ concurrency limit, or with flow control), or a wake-up that found no free slot. 
 that drained every queue (claim.sql's `drained`) it waits for a NOTIFY or the poll: at a
 trickle of jobs, the empty claim each finished job set off made the next job's claim wait
 behind it (`codity bench latency` at 2,000/s: 1.3-1.4 claims per job, half the claim time
-of a p50 spent waiting for one).
+of a p50 spent waiting for one). A claim that drained its queues after their cursors sets a
+timer for the next claim without them: a job behind a cursor (a promoted job with an older
+run_at, say) is then found within CURSOR_RESCAN_S, not at the poll (CI saw a promoted job
+wait out a 30 s poll).
 
 A claim and a heartbeat never overlap (`claim_lock`): the heartbeat gives back jobs leased under
 this worker's id that the worker does not hold, and a job whose claim reply is still on its way
@@ -65,6 +68,10 @@ class RescanClock:
 
     def due(self, now: float) -> bool:
         return now >= self._next
+
+    def due_in(self, now: float) -> float:
+        """Seconds until the next claim without cursors is due (0 when it is)."""
+        return max(0.0, self._next - now)
 
     def ran(self, started: float, took_s: float) -> None:
         """A claim without cursors began at `started` and took `took_s`."""
@@ -152,11 +159,17 @@ class Producer(LoopService):
         self.wants_slots = not claimed.drained
         if claimed.retry_in_ms is not None and len(claimed.jobs) < free:
             self._wake_in(claimed.retry_in_ms / 1000)
+        elif claimed.drained and not rescan:
+            # Drained only after the cursors: a job behind one (promoted, released, reaped)
+            # is found by the next claim without them, which nothing else may set off before
+            # the poll (no freed slot wakes a drained producer).
+            self._wake_in(self._rescan.due_in(time.monotonic()))
         # Filled every free slot: more work is probably waiting; claim again once slots free.
         return False
 
     def _wake_in(self, delay_s: float) -> None:
-        """Run again when a rate-limited queue's next start frees up (if before the poll)."""
+        """Run again in `delay_s` (if before the poll): when a rate-limited queue's next start
+        frees up, or when a claim without cursors is due after a drained one."""
         if self.wake is None or delay_s >= self.interval_s:
             return
         if self._retry_timer is not None:

@@ -13,9 +13,11 @@ from typing import Any
 
 import asyncpg
 import pytest
-from tests.factories import make_queue
+from tests.factories import make_job, make_queue
 from tests.integration.worker.helpers import enqueue, running_worker, wait_status
 
+from codity import core
+from codity.worker import producer as producer_module
 from codity.worker.context import JobContext
 from codity.worker.producer import Producer
 from codity.worker.registry import HandlerRegistry
@@ -97,3 +99,25 @@ async def test_a_job_held_back_by_its_queues_limit_starts_as_soon_as_one_ends(
             await wait_status(db, job, "completed", "dead_letter", timeout_s=20)
         took = time.monotonic() - started
     assert took < 10, f"5 jobs of a limited queue took {took:.1f} s"
+
+
+async def test_a_promoted_job_behind_the_cursor_starts_before_the_poll(
+    db: asyncpg.Connection[Any], database_url: str, monkeypatch: Any
+) -> None:
+    """A scheduled job older than the jobs the worker already took is promoted: its NOTIFY's
+    claim starts after the queue's cursor and drains without it, and no freed slot wakes a
+    drained producer. The claim without cursors that the drained claim set a timer for finds
+    it. Break it (no timer): it waits for the poll, a minute away (CI saw a promoted job wait
+    out a 30 s poll through PgBouncer)."""
+    monkeypatch.setattr(producer_module, "CURSOR_RESCAN_S", 4.0)  # the NOTIFY's claim uses cursors
+    queue_id = await make_queue(db)
+    behind = await make_job(db, queue_id, handler="quick", status="scheduled")  # run_at now()
+    async with running_worker(database_url, _registry(), poll_interval_ms=POLL_MS) as worker:
+        await wait_status(db, await enqueue(db, queue_id, "quick"), "completed")
+        claims = _producer(worker).claims
+        assert await core.promote_due(db) == 1
+        started = time.monotonic()
+        await wait_status(db, behind, "completed", timeout_s=20)
+        took = time.monotonic() - started
+        assert _producer(worker).claims >= claims + 2  # the NOTIFY's, then the one without cursors
+    assert took < 10, f"the promoted job waited {took:.1f} s"
