@@ -4,8 +4,11 @@ The worker's producer and writer connections plan each statement once and keep t
 (`plan_cache_mode = force_generic_plan`, worker.connection): a generic plan knows nothing of
 the values, so a statement whose plan depended on them (a join over "10% of jobs") would read
 the whole table on every claim or flush. Each statement is PREPAREd and EXPLAINed through the
-plan cache with generic plans forced, on a filled table; none may scan `jobs`, `job_executions`
-or `job_dependencies` sequentially, and the claim keeps Limit -> LockRows -> Index Scan.
+plan cache with the worker connection's settings (generic plans forced, sequential scans off),
+on a filled table and on a nearly empty one that was never analysed (as a worker starting on a
+new database makes its plans: there a sequential scan is the cheapest path, and it was kept
+while the table grew); none may scan `jobs`, `job_executions` or `job_dependencies`
+sequentially, and the claim keeps Limit -> LockRows -> Index Scan.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from tests.integration.test_explain import claim_plan_problems
 from codity import core
 from codity.db import explain
 from codity.db.queries import sql
+from codity.worker.connection import GENERIC_PLAN_SETTINGS
 
 GENERIC_FILL_ROWS = 50_000
+SMALL_ROWS = 30
 BIG_TABLES = {"jobs", "job_executions", "job_dependencies", "job_logs"}
 
 
@@ -46,7 +51,7 @@ async def _generic_plan(conn: asyncpg.Connection[Any], name: str, args: tuple[An
     )
     await conn.execute(f"PREPARE generic_probe ({', '.join(types)}) AS {sql(name)}")
     try:
-        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        await conn.execute(GENERIC_PLAN_SETTINGS)  # as the worker's connections
         # EXECUTE takes no bind parameters: the values go in as typed literals.
         literals = [
             await conn.fetchval(f"SELECT quote_nullable($1::{t}::text) || '::{t}'", arg)
@@ -56,7 +61,7 @@ async def _generic_plan(conn: asyncpg.Connection[Any], name: str, args: tuple[An
             f"EXPLAIN (FORMAT JSON) EXECUTE generic_probe ({', '.join(literals)})"
         )
     finally:
-        await conn.execute("RESET plan_cache_mode")
+        await conn.execute("RESET plan_cache_mode; RESET enable_seqscan")
         await conn.execute("DEALLOCATE generic_probe")
     return explain.root_node(raw)
 
@@ -67,13 +72,18 @@ class Filled:
     worker_id: uuid.UUID
 
 
-@pytest.fixture
-async def filled(db: asyncpg.Connection[Any]) -> Filled:
-    """A queue of GENERIC_FILL_ROWS queued jobs, as a drain begins (the table statistics are
-    those of a big queued backlog: where a value-blind plan would rather hash all of jobs)."""
+@pytest.fixture(params=["filled", "new"])
+async def filled(db: asyncpg.Connection[Any], request: pytest.FixtureRequest) -> Filled:
+    """filled: a queue of GENERIC_FILL_ROWS queued jobs, as a drain begins (the table statistics
+    are those of a big queued backlog: where a value-blind plan would rather hash all of jobs).
+    new: SMALL_ROWS jobs in a table never analysed, as a worker started on a new database
+    plans its statements (a sequential scan of one page is cheaper than any index there)."""
     queue_id = await make_queue(db)
-    await core.enqueue_many(db, queue_id, [core.NewJob("noop")] * GENERIC_FILL_ROWS)
-    await db.execute("VACUUM ANALYZE jobs")
+    if request.param == "filled":
+        await core.enqueue_many(db, queue_id, [core.NewJob("noop")] * GENERIC_FILL_ROWS)
+        await db.execute("VACUUM ANALYZE jobs")
+    else:
+        await core.enqueue_many(db, queue_id, [core.NewJob("noop")] * SMALL_ROWS)
     return Filled(queue_id, await make_worker(db))
 
 

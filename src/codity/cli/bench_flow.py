@@ -34,6 +34,7 @@ from codity.db.pool import connect, create_pool
 from codity.db.queries import sql
 from codity.worker import HandlerRegistry, JobContext
 from codity.worker.config import WorkerConfig
+from codity.worker.connection import GENERIC_PLAN_SETTINGS
 from codity.worker.gc_tuning import tune_for_worker
 from codity.worker.service import Worker
 
@@ -176,7 +177,7 @@ async def plain_claims(
         plain = await connect(url, application_name="codity-bench")
         flow = await connect(url, application_name="codity-bench")
         try:
-            await flow.execute("SET plan_cache_mode = force_generic_plan")  # as the worker's
+            await flow.execute(GENERIC_PLAN_SETTINGS)  # as the worker's
             org = await setup.fetchval(
                 "INSERT INTO organizations (name, slug) VALUES ('bench', 'bench') RETURNING id"
             )

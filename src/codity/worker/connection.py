@@ -14,6 +14,15 @@ the writer's other statements: `= ANY(ARRAY(...))` for rows found by key, LATERA
 for the dependants walk; tests/integration/test_generic_plans.py checks every one), and only
 when statements are cached at all (not behind PgBouncer in transaction mode).
 
+A kept plan is made with the table's size as it is at the connection's first execution, and a
+worker often starts on a new or nearly empty `jobs` table: there a sequential scan is the
+cheapest way to find 100 rows by key, and that plan was kept while the table grew (the
+completion and the flow claim read all of `jobs` for every batch; `codity bench xmin` saw a
+worker's claims grow to 0.9 s and the drain fall to 0.37x of the enqueue rate). So these
+connections also turn sequential scans off (`enable_seqscan = off`: a penalty, not a ban, so
+a table with no index for the statement is still read): every statement they run has an index
+path, and the plan no longer depends on the size the table had at the first execution.
+
 `command_timeout_s`: a statement whose reply does not come in time raises TimeoutError (an
 outage to the loop service: the connection is discarded and the loop backs off). Without it a
 connection that went silent (a partition, a dropped reply) would hang its statement until the
@@ -28,6 +37,9 @@ import contextlib
 from typing import Any
 
 from codity.db.pool import caches_statements, connect
+
+#: What a connection that keeps its plans sets (see the module's docstring).
+GENERIC_PLAN_SETTINGS = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
 
 
 class HeldConnection:
@@ -59,7 +71,7 @@ class HeldConnection:
                     command_timeout_s=self._command_timeout_s,
                 )
                 if self._generic_plans and caches_statements():
-                    await conn.execute("SET plan_cache_mode = force_generic_plan")
+                    await conn.execute(GENERIC_PLAN_SETTINGS)
                 self._conn = conn
             return self._conn
 
