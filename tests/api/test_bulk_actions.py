@@ -15,7 +15,14 @@ from tests.api.project_api import (
     live_app,
     module_database,
 )
-from tests.factories import make_bulk_action, make_dead_letter, make_job, make_jobs, make_worker
+from tests.factories import (
+    make_bulk_action,
+    make_dead_letter,
+    make_job,
+    make_jobs,
+    make_queue,
+    make_worker,
+)
 from tests.waiting import wait_for
 
 from codity.api.bulk_runner import run_chunk
@@ -73,9 +80,7 @@ async def test_cancel_50000_matching_jobs_in_chunks_with_one_audit_row(api: Proj
     await make_jobs(api.pool, queue_id, MANY, payload={"customer_id": 42})
     await make_jobs(api.pool, queue_id, 300, payload={"customer_id": 7})  # not matched
     other_id, _ = await api.outsider()
-    other_queue = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'mail') RETURNING id", other_id
-    )
+    other_queue = await make_queue(api.pool, other_id, name="mail")
     await make_jobs(api.pool, other_queue, 500, payload={"customer_id": 42})
 
     # No queue in the filter: only the project scope keeps the other tenant's jobs out.
@@ -177,9 +182,7 @@ async def test_ids_of_another_project_are_refused_and_untouched(api: ProjectApi)
     queue_id = await _queue_id(api, "q")
     mine = await make_jobs(api.pool, queue_id, 3)
     other_id, other_headers = await api.outsider()
-    other_queue = await api.pool.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'q') RETURNING id", other_id
-    )
+    other_queue = await make_queue(api.pool, other_id, name="q")
     theirs = await make_jobs(api.pool, other_queue, 3)
     r = await api.post("/jobs/bulk-actions", {"action": "cancel", "ids": mine + theirs})
     assert_error(r, 404, "job_not_found")
@@ -368,9 +371,7 @@ async def test_dead_letters_are_walked_in_chunks_from_their_position(database_ur
         for _ in range(25):
             await make_dead_letter(api.pool, queue_id)
         other_id, _ = await api.outsider()
-        other_queue = await api.pool.fetchval(
-            "INSERT INTO queues (project_id, name) VALUES ($1, 'q') RETURNING id", other_id
-        )
+        other_queue = await make_queue(api.pool, other_id, name="q")
         await make_dead_letter(api.pool, other_queue)
         r = await api.post("/dead-letters/bulk-actions", {"action": "discard", "filter": {}})
         final = await _finished(api, r.json()["id"])

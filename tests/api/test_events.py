@@ -51,18 +51,11 @@ class Server:
             await client.aclose()
 
     async def tenant(self) -> ProjectApi:
-        from tests.factories import make_tenant
+        from tests.factories import make_membership, make_tenant, make_user
 
         tenant = await make_tenant(self.pool)
-        user_id = await self.pool.fetchval(
-            "INSERT INTO users (email, password_hash) VALUES ($1, 'unused') RETURNING id",
-            f"owner-{uuid.uuid4().hex[:8]}@example.test",
-        )
-        await self.pool.execute(
-            "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'owner')",
-            tenant.org_id,
-            user_id,
-        )
+        user_id = await make_user(self.pool, f"owner-{uuid.uuid4().hex[:8]}@example.test")
+        await make_membership(self.pool, tenant.org_id, user_id, "owner")
         token = issue_access_token(
             self.app.state.settings, user_id=user_id, org_id=tenant.org_id, role=MemberRole.OWNER
         )

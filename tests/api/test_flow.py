@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from tests.api.project_api import ProjectApi, assert_error, resource_fixtures
-from tests.factories import make_project
+from tests.factories import make_project, make_queue
 
 from codity import core
 from codity.domain.states import MemberRole
@@ -296,12 +296,7 @@ async def test_explain_rate_limited_says_when_the_next_start_frees_up(api: Proje
 
 async def test_explain_fair_share_shows_other_projects_only_as_counts(api: ProjectApi) -> None:
     other_project = await make_project(api.pool, api.org_id, weight=2)
-    theirs = uuid.UUID(
-        str(await api.pool.fetchval(
-            "INSERT INTO queues (project_id, name) VALUES ($1, 'theirs') RETURNING id",
-            other_project,
-        ))
-    )  # fmt: skip
+    theirs = await make_queue(api.pool, other_project, name="theirs")
     ours = await api.queue("ours")
     worker = await core.register_worker(
         api.pool, hostname="h", pid=1, version="t", capacity=2,

@@ -15,7 +15,7 @@ import asyncpg
 import httpx
 import pytest
 from tests.api.conftest import API, MakeApiKey, MakeOrgUser, Session
-from tests.factories import make_api_key, make_queue, make_tenant
+from tests.factories import make_api_key, make_membership, make_queue, make_tenant
 
 from codity.db import migrate
 from codity.db.dsn import plain_dsn
@@ -85,11 +85,7 @@ async def test_a_key_stops_working_when_its_creator_leaves_and_is_revoked(
     revoked = await api_db.fetchval("SELECT revoked_at FROM api_keys WHERE id = $1", key_id)
     assert revoked is not None
     # Even invited back, the old key stays dead.
-    await api_db.execute(
-        "INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, 'admin')",
-        owner.org_id,
-        admin.user_id,
-    )
+    await make_membership(api_db, owner.org_id, admin.user_id, "admin")
     assert (await client.get(url, headers=headers)).status_code == 401
 
 

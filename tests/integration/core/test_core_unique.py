@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from tests.factories import make_queue
 
 from codity.core import NewJob, enqueue, enqueue_many
 from codity.core import drivers as core_drivers
@@ -110,9 +111,7 @@ async def test_a_match_older_than_the_window_does_not_count(
 
 async def test_uniqueness_is_per_queue(db: asyncpg.Connection[Any], queue_id: uuid.UUID) -> None:
     project = await db.fetchval("SELECT project_id FROM queues WHERE id = $1", queue_id)
-    other = await db.fetchval(
-        "INSERT INTO queues (project_id, name) VALUES ($1, 'other') RETURNING id", project
-    )
+    other = await make_queue(db, project, name="other")
     a = await enqueue(db, queue_id, NewJob("h", unique_for_s=60))
     b = await enqueue(db, other, NewJob("h", unique_for_s=60))
     assert a.created
