@@ -222,14 +222,11 @@ class Claimer:
         *,
         fair: bool = False,
         cursors: Cursors | None = None,
-        held: Mapping[UUID, int] | None = None,
         flow_conn: Callable[[], Awaitable[Conn]] | None = None,
     ) -> ClaimRound:
         """Claim up to `limit` jobs (size it to the free slots). `fair` shares the claim
         between the queues' projects by weight (pass it when they span several projects);
         `cursors`: per queue, start after where the previous claim ended (ClaimCursor).
-        `held`: per queue, the jobs this claimer has in hand; with it, fair shares weigh
-        each project's load by them instead of counting every job leased in its queues.
         `flow_conn`: where claim_jobs_flow runs (default `conn`); the worker gives it a
         connection that keeps the statement's plan (claim.sql says why that is safe)."""
         if limit <= 0 or not queue_ids:
@@ -239,7 +236,7 @@ class Claimer:
         # The flow connection is opened only when the flow statement runs.
         flow_on = flow_conn if flow_conn is not None else _returning(conn)
         if fair or self._flow_first:
-            flow = await self._flow(await flow_on(), ids, limit, fair, at, held if fair else None)
+            flow = await self._flow(await flow_on(), ids, limit, fair, at)
             self._flow_first = flow.flow_queues > 0
             return flow
         plain = await _run(
@@ -248,7 +245,7 @@ class Claimer:
         self._flow_first = plain.flow_queues > 0
         if len(plain.jobs) >= limit or plain.flow_queues == 0:
             return plain
-        flow = await self._flow(await flow_on(), ids, limit - len(plain.jobs), False, at, None)
+        flow = await self._flow(await flow_on(), ids, limit - len(plain.jobs), False, at)
         self._flow_first = flow.flow_queues > 0
         return ClaimRound(
             plain.jobs + flow.jobs,
@@ -259,16 +256,9 @@ class Claimer:
         )
 
     async def _flow(
-        self,
-        conn: Conn,
-        ids: list[UUID],
-        limit: int,
-        fair: bool,
-        at: list[Any],
-        held: Mapping[UUID, int] | None,
+        self, conn: Conn, ids: list[UUID], limit: int, fair: bool, at: list[Any]
     ) -> ClaimRound:
-        in_hand = None if held is None else [held.get(q, 0) for q in ids]
-        args = [self.worker_id, self.lease_ms, ids, limit, fair, *at, in_hand]
+        args = [self.worker_id, self.lease_ms, ids, limit, fair, *at]
         return await _run(conn, "claim_jobs_flow", self.worker_id, args)
 
 

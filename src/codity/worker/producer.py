@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from uuid import UUID
 
 from codity import core
@@ -93,7 +93,6 @@ class Producer(LoopService):
         busy: Callable[[], int],
         queue_ids: Callable[[], list[UUID]],
         fair: Callable[[], bool],
-        held: Callable[[], Mapping[UUID, int]],
         refresh_queues: Callable[[], Awaitable[None]] | None,
         queue_refresh_ms: int,
         executor: Executor,
@@ -114,7 +113,6 @@ class Producer(LoopService):
         self._claim_lock = claim_lock
         self._cursors: dict[UUID, core.ClaimCursor] = {}
         self._fair = fair
-        self._held = held
         self._claimer = core.Claimer(worker_id, lease_ms, flow_first=flow_first)
         self._retry_timer: asyncio.TimerHandle | None = None
         self._rescan = RescanClock()
@@ -142,17 +140,14 @@ class Producer(LoopService):
         conn = await self.held.get()
         now = time.monotonic()  # before the claim is sent: its leases run from later
         rescan = self._rescan.due(now)
-        fair = self._fair()
         async with self._claim_lock:
             started = time.monotonic()
             claimed = await self._claimer.claim(
                 conn,
                 queue_ids,
                 free,
-                fair=fair,
+                fair=self._fair(),
                 cursors=None if rescan else self._cursors,
-                # a fair claim weighs each project by this worker's own jobs in its queues
-                held=self._held() if fair else None,
             )
             self.claims += 1
             if rescan:

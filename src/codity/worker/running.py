@@ -8,12 +8,10 @@ heartbeat extends exactly those leases, nothing else held under the worker's id.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 from codity import core
 from codity.worker.context import JobContext
@@ -73,10 +71,6 @@ class Running:
 
     def of_job(self, job_id: int) -> list[RunningJob]:
         return [rj for rj in self.jobs.values() if rj.job.id == job_id]
-
-    def by_queue(self) -> Counter[UUID]:
-        """How many attempts run per queue: this worker's load, which fair shares weigh."""
-        return Counter(rj.job.queue_id for rj in self.jobs.values())
 
     def fences(self) -> list[core.Fence]:
         return [*(rj.job.fence for rj in self.jobs.values()), *self.releasing]

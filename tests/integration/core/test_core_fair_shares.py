@@ -20,19 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-import pytest
 from tests.factories import make_project, make_queue, make_tenant
 from tests.integration.core.helpers import new_worker
 
-from codity.core import (
-    ClaimedJob,
-    Claimer,
-    Completion,
-    NewJob,
-    claim_round,
-    complete,
-    enqueue_many,
-)
+from codity.core import ClaimedJob, Completion, NewJob, claim_round, complete, enqueue_many
 
 SLOTS = 12
 
@@ -58,24 +49,16 @@ async def _run(
     finish: float = 0.3,
     warmup: int = 5,
     slots: int = SLOTS,
-    own_load: bool = False,
 ) -> Held:
     """`rounds` rounds of: claim the free slots, then finish each held job with probability
-    `finish`. Slot-rounds are counted after `warmup` rounds. `own_load`: the claims say what
-    the worker holds per queue (as the worker does) instead of the claim counting it."""
+    `finish`. Slot-rounds are counted after `warmup` rounds."""
     worker = await new_worker(db)
-    claimer = Claimer(worker, 60_000)
     rng = random.Random(9)
     held: list[ClaimedJob] = []
     out = Held()
     for n in range(rounds):
         want = slots - len(held)
-        got = None
-        if want and own_load:
-            in_hand = Counter(j.queue_id for j in held)
-            got = await claimer.claim(db, queues, want, fair=fair, held=in_hand)
-        elif want:
-            got = await claim_round(db, worker, queues, want, 60_000, fair=fair)
+        got = await claim_round(db, worker, queues, want, 60_000, fair=fair) if want else None
         if got is not None:
             held += got.jobs
             out.claims.append((want, len(got.jobs)))
@@ -146,9 +129,8 @@ async def test_a_project_without_work_leaves_its_share_to_the_others(
     assert held.share(b) > 0.25  # B had its share while it had work
 
 
-@pytest.mark.parametrize("own_load", [False, True], ids=["counted", "held-by-claimer"])
 async def test_weights_1_2_3_get_one_two_and_three_sixths_of_the_slots(
-    db: asyncpg.Connection[Any], own_load: bool
+    db: asyncpg.Connection[Any],
 ) -> None:
     tenant = await make_tenant(db)
     queues = [
@@ -157,37 +139,8 @@ async def test_weights_1_2_3_get_one_two_and_three_sixths_of_the_slots(
     ]
     for q in queues:
         await _fill(db, q, 1_500)
-    held = await _run(db, queues, rounds=150, slots=60, own_load=own_load)
+    held = await _run(db, queues, rounds=150, slots=60)
     shares = [held.share(q) for q in queues]
     print("shares " + ", ".join(f"{s:.3f}" for s in shares))
     for weight, share in zip((1, 2, 3), shares, strict=True):
         assert abs(share - weight / 6) <= 0.1 * weight / 6
-
-
-async def test_the_load_the_claimer_says_it_holds_replaces_the_count_of_leased_jobs(
-    db: asyncpg.Connection[Any],
-) -> None:
-    """Another worker holds 10 of A's jobs. Counted, A's load is 10 and B takes the whole claim
-    of 10; told that this claimer holds none, the projects tie and split it 5/5; told that it
-    holds 10 of B's, A takes it all. Without the `held` argument reaching the function, the
-    second and third claims would give B everything, like the first."""
-    tenant = await make_tenant(db)
-    a = await make_queue(db, tenant.project_id, name="a")
-    b = await make_queue(db, await make_project(db, tenant.org_id), name="b")
-    await _fill(db, a, 100)
-    await _fill(db, b, 100)
-    other = await new_worker(db)
-    assert len((await claim_round(db, other, [a], 10, 60_000)).jobs) == 10
-    claimer = Claimer(await new_worker(db), 60_000)
-
-    async def split(held: dict[uuid.UUID, int] | None) -> tuple[int, int]:
-        tx = db.transaction()
-        await tx.start()
-        try:
-            got = await claimer.claim(db, [a, b], 10, fair=True, held=held)
-        finally:
-            await tx.rollback()  # every claim starts from the same jobs
-        by = Counter(j.queue_id for j in got.jobs)
-        return by[a], by[b]
-
-    assert [await split(held) for held in (None, {}, {b: 10})] == [(0, 10), (5, 5), (10, 0)]
