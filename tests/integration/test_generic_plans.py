@@ -61,7 +61,7 @@ async def _generic_plan(conn: asyncpg.Connection[Any], name: str, args: tuple[An
             f"EXPLAIN (FORMAT JSON) EXECUTE generic_probe ({', '.join(literals)})"
         )
     finally:
-        await conn.execute("RESET plan_cache_mode; RESET enable_seqscan")
+        await conn.execute("RESET ALL")  # whatever GENERIC_PLAN_SETTINGS set
         await conn.execute("DEALLOCATE generic_probe")
     return explain.root_node(raw)
 
