@@ -9,6 +9,9 @@ it comes before A's own priority-0 queue); a project without work leaves its sha
 within 10%. The twin claims without fair shares (strict priority across projects) and B starves.
 The worker-level scenario (two real workers, 20,000 jobs) is
 tests/integration/worker/test_worker_fair_shares.py.
+
+Each test runs twice: on plain queues, and on queues with a rate limit far above what the
+test starts (claim_jobs_flow's flow steps run beside the shares).
 """
 
 from __future__ import annotations
@@ -20,12 +23,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+import pytest
 from tests.factories import make_project, make_queue, make_tenant
 from tests.integration.core.helpers import new_worker
 
-from codity.core import ClaimedJob, Completion, NewJob, claim_round, complete, enqueue_many
+from codity.core import ClaimedJob, Claimer, Completion, NewJob, complete, enqueue_many
 
 SLOTS = 12
+#: A rate limit that the tests never reach: the claim's flow steps run, and limit nothing.
+UNREACHED_RATE = (1_000_000, 1000)
+
+
+@pytest.fixture(params=[False, True], ids=["plain queues", "rate-limited queues"])
+def flow(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+async def _queue(
+    db: asyncpg.Connection[Any], project: uuid.UUID, flow: bool, **settings: Any
+) -> uuid.UUID:
+    return await make_queue(db, project, rate_limit=UNREACHED_RATE if flow else None, **settings)
 
 
 @dataclass
@@ -49,16 +66,18 @@ async def _run(
     finish: float = 0.3,
     warmup: int = 5,
     slots: int = SLOTS,
+    flow: bool = False,
 ) -> Held:
     """`rounds` rounds of: claim the free slots, then finish each held job with probability
     `finish`. Slot-rounds are counted after `warmup` rounds."""
     worker = await new_worker(db)
+    claimer = Claimer(worker, 60_000, flow_first=flow)
     rng = random.Random(9)
     held: list[ClaimedJob] = []
     out = Held()
     for n in range(rounds):
         want = slots - len(held)
-        got = await claim_round(db, worker, queues, want, 60_000, fair=fair) if want else None
+        got = await claimer.claim(db, queues, want, fair=fair) if want else None
         if got is not None:
             held += got.jobs
             out.claims.append((want, len(got.jobs)))
@@ -75,20 +94,24 @@ async def _fill(db: asyncpg.Connection[Any], queue: uuid.UUID, n: int) -> None:
     await enqueue_many(db, queue, [NewJob("work")] * n)
 
 
-async def _priority_scenario(db: asyncpg.Connection[Any], *, fair: bool) -> tuple[Held, Any]:
+async def _priority_scenario(
+    db: asyncpg.Connection[Any], *, fair: bool, flow: bool
+) -> tuple[Held, Any]:
     tenant = await make_tenant(db)
     project_b = await make_project(db, tenant.org_id)
-    a_high = await make_queue(db, tenant.project_id, name="a-high", priority=1000)
-    a_low = await make_queue(db, tenant.project_id, name="a-low", priority=0)
-    b = await make_queue(db, project_b, name="b", priority=0)
+    a_high = await _queue(db, tenant.project_id, flow, name="a-high", priority=1000)
+    a_low = await _queue(db, tenant.project_id, flow, name="a-low", priority=0)
+    b = await _queue(db, project_b, flow, name="b", priority=0)
     for q in (a_high, a_low, b):
         await _fill(db, q, 1_000)
-    held = await _run(db, [a_high, a_low, b], rounds=60, fair=fair)
+    held = await _run(db, [a_high, a_low, b], rounds=60, fair=fair, flow=flow)
     return held, (a_high, a_low, b)
 
 
-async def test_priority_orders_queues_within_a_project_only(db: asyncpg.Connection[Any]) -> None:
-    held, (a_high, a_low, b) = await _priority_scenario(db, fair=True)
+async def test_priority_orders_queues_within_a_project_only(
+    db: asyncpg.Connection[Any], flow: bool
+) -> None:
+    held, (a_high, a_low, b) = await _priority_scenario(db, fair=True, flow=flow)
     print(f"a-high {held.share(a_high):.3f}, a-low {held.share(a_low):.3f}, b {held.share(b):.3f}")
     # Between projects the weights (1 and 1) decide, not A's priority 1000 ...
     assert abs(held.share(b) - 0.5) <= 0.05
@@ -98,27 +121,27 @@ async def test_priority_orders_queues_within_a_project_only(db: asyncpg.Connecti
 
 
 async def test_break_it_without_fair_shares_a_high_priority_queue_starves_the_other_project(
-    db: asyncpg.Connection[Any],
+    db: asyncpg.Connection[Any], flow: bool
 ) -> None:
-    held, (a_high, _, b) = await _priority_scenario(db, fair=False)
+    held, (a_high, _, b) = await _priority_scenario(db, fair=False, flow=flow)
     print(f"fair shares off: a-high {held.share(a_high):.3f}, b {held.share(b):.3f}")
     assert held.by_queue[b] == 0  # the check above (b within 5% of 0.5) fails
     assert held.share(a_high) == 1.0
 
 
 async def test_a_project_without_work_leaves_its_share_to_the_others(
-    db: asyncpg.Connection[Any],
+    db: asyncpg.Connection[Any], flow: bool
 ) -> None:
     """Three projects of weight 1; C has nothing queued, and B runs out part-way: every claim
     is as full as the jobs allow (A and B split the slots while both have work, then A takes
     them all)."""
     tenant = await make_tenant(db)
-    a = await make_queue(db, tenant.project_id, name="a")
-    b = await make_queue(db, await make_project(db, tenant.org_id), name="b")
-    c = await make_queue(db, await make_project(db, tenant.org_id), name="c")
+    a = await _queue(db, tenant.project_id, flow, name="a")
+    b = await _queue(db, await make_project(db, tenant.org_id), flow, name="b")
+    c = await _queue(db, await make_project(db, tenant.org_id), flow, name="c")
     await _fill(db, a, 2_000)
     await _fill(db, b, 150)
-    held = await _run(db, [a, b, c], rounds=80, warmup=0)
+    held = await _run(db, [a, b, c], rounds=80, warmup=0, flow=flow)
     left_b = await db.fetchval(
         "SELECT count(*) FROM jobs WHERE queue_id = $1 AND status = 'queued'", b
     )
@@ -130,16 +153,16 @@ async def test_a_project_without_work_leaves_its_share_to_the_others(
 
 
 async def test_weights_1_2_3_get_one_two_and_three_sixths_of_the_slots(
-    db: asyncpg.Connection[Any],
+    db: asyncpg.Connection[Any], flow: bool
 ) -> None:
     tenant = await make_tenant(db)
     queues = [
-        await make_queue(db, await make_project(db, tenant.org_id, weight=w), name=f"w{w}")
+        await _queue(db, await make_project(db, tenant.org_id, weight=w), flow, name=f"w{w}")
         for w in (1, 2, 3)
     ]
     for q in queues:
         await _fill(db, q, 1_500)
-    held = await _run(db, queues, rounds=150, slots=60)
+    held = await _run(db, queues, rounds=150, slots=60, flow=flow)
     shares = [held.share(q) for q in queues]
     print("shares " + ", ".join(f"{s:.3f}" for s in shares))
     for weight, share in zip((1, 2, 3), shares, strict=True):

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from tests.factories import make_queue, project_of
+from tests.factories import make_project, make_queue, make_tenant, project_of
 from tests.integration.core.helpers import executions, job_row, new_worker
 
 from codity.core import (
@@ -436,3 +436,59 @@ async def test_a_claim_says_it_drained_its_queues_only_when_a_freed_slot_could_f
     await enqueue_many(db, keyed, [NewJob("h", concurrency_key="k") for _ in range(2)])
     flow = await claim_round(db, worker_id, [plain, keyed], 10, LEASE_MS)
     assert (len(flow.jobs), flow.drained) == (1, False)
+
+
+async def test_a_fair_claim_drained_its_queues_when_the_shares_offered_every_job(
+    db: asyncpg.Connection[Any], worker_id: uuid.UUID
+) -> None:
+    """A fair claim (claim_jobs_flow with fair shares) of plain queues says it drained them
+    when the shares add up to less than the claim (each queue's share is then all it has: an
+    empty queue's share is 0) and it took them all; when the shares fill the claim, a queue
+    given less than it has (room left for the other project) was not drained. Break it: read
+    a share of 0 as "held back" (or give the fair claim no `drained` at all, as before) and a
+    fair worker never drains, so every freed slot sets off another claim (2 claims per job at
+    a trickle: tests/integration/worker/test_worker_claims.py)."""
+    tenant = await make_tenant(db)
+    a = await make_queue(db, tenant.project_id)
+    b = await make_queue(db, await make_project(db, tenant.org_id))
+    await enqueue_many(db, a, [NewJob("h") for _ in range(3)])
+    took_all = await claim_round(db, worker_id, [a, b], 10, LEASE_MS, fair=True)
+    assert (len(took_all.jobs), took_all.drained) == (3, True)
+    assert (await claim_round(db, worker_id, [a, b], 10, LEASE_MS, fair=True)).drained
+
+    await enqueue_many(db, a, [NewJob("h") for _ in range(20)])
+    await enqueue_many(db, b, [NewJob("h") for _ in range(20)])
+    shared = await claim_round(db, worker_id, [a, b], 10, LEASE_MS, fair=True)
+    assert len(shared.jobs) == 10
+    assert {j.queue_id for j in shared.jobs} == {a, b}
+    assert not shared.drained
+
+    limited = await make_queue(db, await make_project(db, tenant.org_id), concurrency_limit=1)
+    await enqueue_many(db, limited, [NewJob("h") for _ in range(3)])
+    capped = await claim_round(db, worker_id, [limited], 10, LEASE_MS, fair=True)
+    assert (len(capped.jobs), capped.drained) == (1, False)  # gave all its limit allowed
+
+
+async def test_a_fair_claim_short_of_jobs_another_claimer_holds_did_not_drain(
+    db: asyncpg.Connection[Any], database_url: str, worker_id: uuid.UUID
+) -> None:
+    """The shares count a queue's jobs without locking them; when another claimer holds some
+    (its claim not yet committed), the claim skips them and comes back short while the other
+    queue still has jobs it left for them. Not drained: the shares filled the claim. Break
+    it: without the shares' sum in `drained`, this claim says drained and its worker would
+    leave those jobs to the poll."""
+    tenant = await make_tenant(db)
+    a = await make_queue(db, tenant.project_id)
+    b = await make_queue(db, await make_project(db, tenant.org_id))
+    await enqueue_many(db, a, [NewJob("h") for _ in range(20)])
+    await enqueue_many(db, b, [NewJob("h") for _ in range(5)])
+    other = await connect(database_url)
+    try:
+        async with other.transaction():
+            await other.execute("SELECT 1 FROM jobs WHERE queue_id = $1 FOR UPDATE", b)
+            short = await claim_round(db, worker_id, [a, b], 10, LEASE_MS, fair=True)
+    finally:
+        await other.close()
+    assert {j.queue_id for j in short.jobs} == {a}
+    assert len(short.jobs) == 5  # a's share: b's five were offered, and held by the other
+    assert not short.drained

@@ -46,26 +46,31 @@ def _producer(worker: Worker) -> Producer:
     return producer
 
 
+@pytest.mark.parametrize("projects", ["one project", "two projects, fair shares"])
 @pytest.mark.parametrize("gate", ["on", "off"])
 async def test_a_trickle_of_jobs_costs_one_claim_each(
-    db: asyncpg.Connection[Any], database_url: str, monkeypatch: Any, gate: str
+    db: asyncpg.Connection[Any], database_url: str, monkeypatch: Any, gate: str, projects: str
 ) -> None:
     """Jobs arrive one at a time: each is claimed on its NOTIFY, and the slot it frees sets off
     no claim (the claim that took it drained the queue). Break it ("off": every freed slot wakes
     the producer, as before claim.sql's `drained`): two claims per job, the second empty, and
-    at a faster trickle the next job's claim waits behind it."""
+    at a faster trickle the next job's claim waits behind it. With two projects' queues the
+    worker shares its claims between them (WORKER_FAIR_SHARES, on by default), and the jobs
+    alternate between the queues: a fair claim drains its queues too."""
     if gate == "off":
         monkeypatch.setattr(
             Producer, "slot_freed", lambda self: self.wake.set() if self.wake else None
         )
-    queue_id = await make_queue(db)
+    queues = [await make_queue(db)]
+    if projects != "one project":
+        queues.append(await make_queue(db))  # a project of its own (a new tenant)
     async with running_worker(database_url, _registry(), poll_interval_ms=POLL_MS) as worker:
         producer = _producer(worker)
-        await wait_status(db, await enqueue(db, queue_id, "quick"), "completed")
+        await wait_status(db, await enqueue(db, queues[0], "quick"), "completed")
         await asyncio.sleep(0.1)  # the freed slot's claim, if any, is made
         before = producer.claims
-        for _ in range(TRICKLE_JOBS):
-            await wait_status(db, await enqueue(db, queue_id, "quick"), "completed")
+        for i in range(TRICKLE_JOBS):
+            await wait_status(db, await enqueue(db, queues[i % len(queues)], "quick"), "completed")
         await asyncio.sleep(0.1)
         claims = producer.claims - before
     print(f"gate {gate}: {claims} claims for {TRICKLE_JOBS} jobs")

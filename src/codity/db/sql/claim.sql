@@ -182,7 +182,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 --   per window, under the queue's lock or the key's) by the report row, after the UPDATE;
 -- * one more row with id NULL when a queue has flow control (flow_queues = how many) or is
 --   short of starts (retry_in_ms = when its next start frees up: the producer wakes then
---   instead of at its poll interval).
+--   instead of at its poll interval), or the claim is fair (drained, as in claim_jobs).
 -- Rate-limited jobs are stamped claimed_at = their admission time (clock_timestamp() after the
 -- lock), the instant their window counts them at.
 -- Claim cursors work as in claim_jobs (the plain branch's three index ranges), and the keyed
@@ -257,8 +257,10 @@ quota AS (
   LEFT JOIN limited l ON l.id = o.id
   LEFT JOIN rated r ON r.id = o.id
 ),
-shares AS (
-  -- FLOW: fair shares between projects; skipped (one-time filter) unless $5.
+shares AS MATERIALIZED (
+  -- FLOW: fair shares between projects; skipped (one-time filter) unless $5. MATERIALIZED:
+  -- computed once (the candidates look a queue's share up per row; folded into that lookup,
+  -- the function would run once per queue, each run breaking ties at random).
   SELECT f.id, f.n
   FROM codity_fair_shares((SELECT array_agg(q.id ORDER BY q.pos) FROM quota q),
                           (SELECT array_agg(GREATEST(q.n, 0) ORDER BY q.pos) FROM quota q),
@@ -270,10 +272,13 @@ shares AS (
 ),
 candidates AS (
   SELECT c.id, q.pos, COALESCE(q.at, c.at) AS at
+  -- (a queue's share looked up per row, not joined: the rows keep quota's queue order, which
+  -- the LIMIT $4 below relies on; a hash join may emit them in any order)
   FROM (SELECT q.*, t.take, CASE WHEN q.keyed THEN 0 ELSE t.take END AS plain_n
         FROM quota q
-        LEFT JOIN shares s ON s.id = q.id
-        CROSS JOIN LATERAL (SELECT GREATEST(COALESCE(s.n, q.n), 0) AS take) t) q
+        CROSS JOIN LATERAL (
+          SELECT GREATEST(COALESCE((SELECT s.n FROM shares s WHERE s.id = q.id), q.n), 0) AS take
+        ) t) q
   CROSS JOIN LATERAL (
     SELECT p.id, NULL::timestamptz AS at
     FROM (
@@ -333,18 +338,30 @@ claimed AS (
 SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
        c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
        NULL::double precision AS retry_in_ms, NULL::bigint AS flow_queues,
-       NULL::integer AS recorded_starts
+       NULL::integer AS recorded_starts, NULL::boolean AS drained
 FROM claimed c
 UNION ALL
 -- The report row. Reading `claimed` here runs after the UPDATE, so the debit sees every start.
+-- drained (as in claim_jobs; only for a fair claim of queues without flow control, the case
+-- of a worker serving several tenants' plain queues): the claim took fewer than $4 and the
+-- shares offered every job there was (they add up to less than $4: the water-filling gives
+-- out min($4, the jobs available), so each queue's share was all it had), and no queue is
+-- held back by its concurrency limit (gave as many as its limit left room for). Read against
+-- the shares as quotas, a queue with no jobs (share 0) would look held back, and a fair
+-- worker would claim again on every freed slot: 2 claims per job at a trickle.
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT min(r.next_in_ms) FROM rated r WHERE r.free < $4::integer), f.n,
        CASE WHEN f.rated > 0
             THEN (SELECT codity_rate_debit(array_agg(c.queue_id), array_agg(c.concurrency_key),
                                            array_agg(c.claimed_at))
                   FROM claimed c)
-       END
+       END,
+       f.n = 0
+         AND (SELECT count(*) FROM claimed) < $4::integer
+         AND (SELECT COALESCE(sum(s.n), 0) FROM shares s) < $4::integer
+         AND NOT EXISTS (SELECT FROM limited l
+                         WHERE l.free <= (SELECT count(*) FROM claimed c WHERE c.queue_id = l.id))
 FROM (SELECT count(*) AS n, count(*) FILTER (WHERE s.rate_limit_count IS NOT NULL) AS rated
       FROM settings s) f
-WHERE f.n > 0;
+WHERE f.n > 0 OR $5::boolean;
 
