@@ -1,7 +1,8 @@
 """LISTEN on `codity_jobs` over a dedicated connection and wake the producer on each NOTIFY.
 
 Enqueue sends the queue id as the payload, so a worker wakes only for queues it serves; the
-producer then claims at once. Polling remains as a fallback (a lost notification, a missed one
+producer then claims at once. A payload naming a queue the worker does not know goes to
+`on_unknown` (a worker serving every queue looks for new queues then). Polling remains as a fallback (a lost notification, a missed one
 while reconnecting); after every (re)connection the producer is woken once, because
 notifications sent while we were away are gone. Each iteration of this loop is one connection's
 life: connect, LISTEN, wait until it is lost (or the worker stops); the loop service reconnects
@@ -38,17 +39,21 @@ class Notifier(LoopService):
         *,
         queue_ids: Callable[[], frozenset[str]],
         wake: Callable[[], None],
+        on_unknown: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(None, interval_ms=RECONNECT_MS)
         self._url = database_url
         self._queue_ids = queue_ids
         self._wake = wake
+        self._on_unknown = on_unknown
         self.connected = asyncio.Event()
         self._lost_before = False
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         if not payload or payload in self._queue_ids():
             self._wake()
+        elif self._on_unknown is not None:
+            self._on_unknown()
 
     async def run_once(self) -> bool:
         conn = await connect(self._url, application_name="codity-worker-listen")

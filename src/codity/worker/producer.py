@@ -34,6 +34,10 @@ timer for the next claim without them: a job behind a cursor (a promoted job wit
 run_at, say) is then found within CURSOR_RESCAN_S, not at the poll (CI saw a promoted job
 wait out a 30 s poll).
 
+A worker serving every queue looks for new queues every `queue_refresh_ms`, and at once when a
+NOTIFY names a queue it does not know (`queue_unknown`, at most once per NEW_QUEUE_REFRESH_GAP_S):
+a new tenant's first job otherwise waited out the refresh, up to 10 s (CI saw it).
+
 A claim and a heartbeat never overlap (`claim_lock`): the heartbeat gives back jobs leased under
 this worker's id that the worker does not hold, and a job whose claim reply is still on its way
 is not held yet. Holding the lock until the claimed jobs are registered closes that race; a
@@ -58,6 +62,8 @@ from codity.worker.executor import Executor
 CURSOR_RESCAN_S = 1.0
 #: ... but never sooner than this many times the last such claim's duration after it began.
 RESCAN_COST_SHARE = 20
+#: A NOTIFY for a queue the worker does not know sets off a refresh at most this often.
+NEW_QUEUE_REFRESH_GAP_S = 1.0
 
 
 class RescanClock:
@@ -108,7 +114,8 @@ class Producer(LoopService):
         self._queue_ids = queue_ids
         self._refresh_queues = refresh_queues
         self._refresh_s = queue_refresh_ms / 1000
-        self._next_refresh = time.monotonic() + self._refresh_s
+        self._last_refresh = time.monotonic()  # the service resolved its queues just before
+        self._next_refresh = self._last_refresh + self._refresh_s
         self._executor = executor
         self._claim_lock = claim_lock
         self._cursors: dict[UUID, core.ClaimCursor] = {}
@@ -125,12 +132,29 @@ class Producer(LoopService):
         if self.wants_slots and self.wake is not None:
             self.wake.set()
 
+    def queue_unknown(self) -> None:
+        """A NOTIFY named a queue this worker does not know, probably one created since the
+        last refresh: look for new queues now, or NEW_QUEUE_REFRESH_GAP_S after the last look
+        (a queue that notifies but is not served must not set off a lookup per job)."""
+        if self._refresh_queues is None or self.wake is None:
+            return
+        now = time.monotonic()
+        at = max(now, self._last_refresh + NEW_QUEUE_REFRESH_GAP_S)
+        if at >= self._next_refresh:
+            return  # a refresh is due by then anyway
+        self._next_refresh = at
+        if at <= now:
+            self.wake.set()
+        else:  # its own timer: _wake_in's would replace a rate limit's
+            asyncio.get_running_loop().call_later(at - now, self.wake.set)
+
     def on_error(self, exc: Exception) -> None:
         self.held.discard()  # it may be broken mid-operation: the next round reconnects
 
     async def run_once(self) -> bool:
         if self._refresh_queues is not None and time.monotonic() >= self._next_refresh:
-            self._next_refresh = time.monotonic() + self._refresh_s
+            self._last_refresh = time.monotonic()
+            self._next_refresh = self._last_refresh + self._refresh_s
             await self._refresh_queues()
         free = self._capacity - self._busy()
         queue_ids = self._queue_ids()

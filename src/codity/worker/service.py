@@ -216,6 +216,8 @@ class Worker:
                 cfg.listen_database_url,  # DATABASE_DIRECT_URL: LISTEN needs a session
                 queue_ids=lambda: self._queue_id_strings,
                 wake=claim_wake.set,
+                # a worker serving every queue looks for a queue it does not know yet
+                on_unknown=producer.queue_unknown if cfg.queue_names is None else None,
             ),
         ]
         self._components = [producer, *background]

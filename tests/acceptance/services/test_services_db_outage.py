@@ -144,10 +144,16 @@ async def _outage(cluster: OwnCluster, tmp_path: Path, cutter: Cutter, api_db_ur
             assert torn == [(503, "database_unavailable")], torn
             assert (await http.get(jobs_url, headers=headers)).status_code == 200
 
-            async def some_running() -> bool:
-                return await db.fetchval("SELECT count(*) FROM jobs WHERE status = 'running'") > 0
+            async def some_in_flight() -> bool:
+                # Leased to a worker: `claimed`, or `running` once the marker saw it run 0.1 s.
+                # Not `running` alone: a 0.2 s job shows as running for a few milliseconds
+                # (CI's poll missed every one of them).
+                n = await db.fetchval(
+                    "SELECT count(*) FROM jobs WHERE status IN ('claimed', 'running')"
+                )
+                return n > 0
 
-            await wait_for(some_running, what="jobs in flight when the database goes")
+            await wait_for(some_in_flight, what="jobs in flight when the database goes")
             # Due during the outage: only a scheduler that reconnected can promote it.
             await enqueue_directly(1, delay_s=2.0)
             await enqueue_directly(30)  # a backlog left queued across the outage

@@ -126,3 +126,32 @@ async def test_a_promoted_job_behind_the_cursor_starts_before_the_poll(
         took = time.monotonic() - started
         assert _producer(worker).claims >= claims + 2  # the NOTIFY's, then the one without cursors
     assert took < 10, f"the promoted job waited {took:.1f} s"
+
+
+@pytest.mark.parametrize("gate", ["on", "off"])
+async def test_a_queue_created_after_the_worker_started_is_served_on_its_first_notify(
+    db: asyncpg.Connection[Any], database_url: str, monkeypatch: Any, gate: str
+) -> None:
+    """A worker serving every queue is running when a new tenant creates its queue and
+    enqueues: the NOTIFY names a queue the worker does not know, which sets off a lookup for
+    new queues, and the job runs within seconds although the periodic lookup and the poll
+    are a minute away. Break it ("off": unknown queues' NOTIFYs ignored, as before): the job
+    waits for the periodic lookup (CI saw a new project's jobs wait out its 10 s)."""
+    if gate == "off":
+        monkeypatch.setattr(Producer, "queue_unknown", lambda self: None)
+    async with running_worker(
+        database_url, _registry(), poll_interval_ms=POLL_MS, queue_refresh_ms=POLL_MS
+    ) as worker:
+        queue_id = await make_queue(db)  # a project of its own, created after the worker
+        job = await enqueue(db, queue_id, "quick")
+        if gate == "on":
+            await wait_status(db, job, "completed", timeout_s=10)
+            # a second queue notifies within the gap: looked for 1 s after the first lookup
+            second = await enqueue(db, await make_queue(db), "quick")
+            await wait_status(db, second, "completed", timeout_s=10)
+            assert queue_id in _producer(worker)._queue_ids()
+        else:
+            await asyncio.sleep(3)
+            assert await db.fetchval("SELECT status::text FROM jobs WHERE id = $1", job) == (
+                "queued"
+            )
