@@ -5,11 +5,19 @@ and, when some attempts failed, one `core.fail` flush many outcomes at once. Whe
 is away the outcomes stay in the buffer and are flushed after it returns; an outcome whose lease
 was lost meanwhile (the reaper gave the job to someone else) is logged and dropped, as fencing
 demands. An outcome waiting here is still in the worker's hands: the heartbeat keeps its lease.
+
+Flushes are at least MIN_FLUSH_INTERVAL_S apart: an outcome that arrives sooner after the last
+flush waits for the rest of that interval, and the outcomes that arrive meanwhile go with it. At
+a trickle (jobs further apart than the interval) nothing waits; when jobs end one at a time
+faster than that, a statement per job was most of the server's time per job. The figures, and
+why not longer (a concurrency_limit 1 queue frees its slot only when a completion is recorded):
+docs/DESIGN_DECISIONS.md ADR-20.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 
 import structlog
@@ -28,6 +36,8 @@ MAX_BATCH = 500
 MAX_NON_TRANSIENT_FAILURES = 3
 #: Nothing to flush: look again this often anyway (submit() wakes it at once).
 IDLE_CHECK_MS = 1000
+#: Flushes are at least this far apart (see the module's docstring).
+MIN_FLUSH_INTERVAL_S = 0.002
 
 Outcome = core.Completion | core.Failure
 
@@ -47,12 +57,15 @@ class Completer(LoopService):
         *,
         write_lock: asyncio.Lock,
         max_batch: int = MAX_BATCH,
+        min_flush_interval_s: float = MIN_FLUSH_INTERVAL_S,
     ) -> None:
         super().__init__(conn, interval_ms=IDLE_CHECK_MS, wake=asyncio.Event())
         self.held = conn
         #: Shared with the worker's other writers to its leased rows (see Worker._write_lock).
         self._write_lock = write_lock
         self._max_batch = max_batch
+        self._min_interval_s = min_flush_interval_s
+        self._last_flush = -float("inf")
         self._buffer: list[Finished] = []
         self._idle = asyncio.Event()
         self._idle.set()
@@ -86,6 +99,10 @@ class Completer(LoopService):
         if not self._buffer:
             self._idle.set()
             return False
+        wait_s = self._last_flush + self._min_interval_s - time.monotonic()
+        if wait_s > 0 and len(self._buffer) < self._max_batch:
+            await asyncio.sleep(wait_s)  # the outcomes that arrive meanwhile go with these
+        self._last_flush = time.monotonic()
         await self._flush_once(self._buffer[: self._max_batch])
         self._failures = 0
         if not self._buffer:
