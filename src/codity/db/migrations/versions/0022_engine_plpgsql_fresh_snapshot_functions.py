@@ -27,58 +27,12 @@ down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-LEASED_IN_QUEUE = """
-CREATE OR REPLACE FUNCTION codity_leased_in_queue(queue uuid) RETURNS integer
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-BEGIN
-  RETURN (SELECT count(*)::integer FROM jobs
-          WHERE queue_id = queue AND status IN ('claimed', 'running'));
-END
-$$
-"""
+# The bodies, unchanged from migration 0003: each function below runs one of them, in PL/pgSQL
+# (the upgrade) or, as 0003 defined it, in SQL (the downgrade).
+LEASED_COUNT = """SELECT count(*)::integer FROM jobs
+          WHERE queue_id = queue AND status IN ('claimed', 'running')"""
 
-RELEASE_DEPENDANTS = """
-CREATE OR REPLACE FUNCTION codity_release_dependants(completed bigint[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-DECLARE
-  woken integer;
-BEGIN
-  WITH dec AS (
-    SELECT d.job_id, count(*)::integer AS n
-    FROM job_dependencies d
-    WHERE d.depends_on_id = ANY(completed)
-    GROUP BY d.job_id
-  ),
-  released AS (
-    UPDATE jobs j
-    SET pending_dependencies = j.pending_dependencies - dec.n,
-        status = (CASE WHEN j.pending_dependencies - dec.n > 0 THEN 'waiting'
-                       WHEN j.run_at > now() THEN 'scheduled'
-                       ELSE 'queued' END)::job_status,
-        updated_at = now()
-    FROM dec
-    WHERE j.id = dec.job_id AND j.status = 'waiting'
-    RETURNING j.queue_id, j.status
-  )
-  SELECT count(pg_notify('codity_jobs', q::text))::integer INTO woken
-  FROM (SELECT DISTINCT queue_id AS q FROM released WHERE status = 'queued') s;
-  RETURN woken;
-END
-$$
-"""
-
-# Migration 0003's definitions, restored by the downgrade.
-SQL_LEASED_IN_QUEUE = """
-CREATE OR REPLACE FUNCTION codity_leased_in_queue(queue uuid) RETURNS integer
-LANGUAGE sql VOLATILE PARALLEL UNSAFE AS $$
-  SELECT count(*)::integer FROM jobs WHERE queue_id = queue AND status IN ('claimed', 'running')
-$$
-"""
-
-SQL_RELEASE_DEPENDANTS = """
-CREATE OR REPLACE FUNCTION codity_release_dependants(completed bigint[]) RETURNS integer
-LANGUAGE sql VOLATILE PARALLEL UNSAFE AS $$
-  WITH dec AS (
+RELEASE_AND_NOTIFY = """WITH dec AS (
     SELECT d.job_id, count(*)::integer AS n
     FROM job_dependencies d
     WHERE d.depends_on_id = ANY(completed)
@@ -96,7 +50,43 @@ LANGUAGE sql VOLATILE PARALLEL UNSAFE AS $$
     RETURNING j.queue_id, j.status
   )
   SELECT count(pg_notify('codity_jobs', q::text))::integer
-  FROM (SELECT DISTINCT queue_id AS q FROM released WHERE status = 'queued') s
+  FROM (SELECT DISTINCT queue_id AS q FROM released WHERE status = 'queued') s"""
+
+LEASED_IN_QUEUE = f"""
+CREATE OR REPLACE FUNCTION codity_leased_in_queue(queue uuid) RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+BEGIN
+  RETURN ({LEASED_COUNT});
+END
+$$
+"""
+
+# PL/pgSQL takes the INTO at the end of the statement as well as after the select list.
+RELEASE_DEPENDANTS = f"""
+CREATE OR REPLACE FUNCTION codity_release_dependants(completed bigint[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+  woken integer;
+BEGIN
+  {RELEASE_AND_NOTIFY}
+  INTO woken;
+  RETURN woken;
+END
+$$
+"""
+
+# Migration 0003's definitions, restored by the downgrade.
+SQL_LEASED_IN_QUEUE = f"""
+CREATE OR REPLACE FUNCTION codity_leased_in_queue(queue uuid) RETURNS integer
+LANGUAGE sql VOLATILE PARALLEL UNSAFE AS $$
+  {LEASED_COUNT}
+$$
+"""
+
+SQL_RELEASE_DEPENDANTS = f"""
+CREATE OR REPLACE FUNCTION codity_release_dependants(completed bigint[]) RETURNS integer
+LANGUAGE sql VOLATILE PARALLEL UNSAFE AS $$
+  {RELEASE_AND_NOTIFY}
 $$
 """
 
