@@ -967,7 +967,8 @@ THROUGHPUT_NOTES = [
     "  collector settings `codity worker` runs with (`codity.worker.gc_tuning`: start-up objects",
     "  frozen, young collections every 10,000 allocations); the peer runs with Python's defaults.",
     "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate (paced by the",
-    "  schedule, both sides); the handler records `now - enqueue time`. The worker wakes on NOTIFY.",
+    "  schedule, both sides; each side enqueues on one connection it holds, as the peer's script",
+    "  does); the handler records `now - enqueue time`. The worker wakes on NOTIFY.",
     "- **bulk enqueue**: 100,000 jobs through one `core.enqueue_many` call beside pgqueuer's bulk",
     "  enqueue, and `codity enqueue -n 100000` as a user runs it.",
 ]
