@@ -156,8 +156,38 @@ class _Columns:
     def size(self) -> int:
         return len(self.handler)
 
-    def insert_args(
-        self, queue_id: UUID, *, notify: bool, project_id: UUID | None
+    def insert_query(self, queue_id: UUID, *, notify: bool, project_id: UUID | None) -> Query:
+        """The statement that writes these rows: `insert_job` for one job (every column a
+        scalar: a single enqueue is most of them, and the arrays' machinery cost it more than
+        its row), `insert_jobs` for more. Both answer in the same columns."""
+        if self.size == 1:
+            return Query(
+                "insert_job",
+                (
+                    queue_id,
+                    self.handler[0],
+                    self.payload[0],
+                    self.priority[0],
+                    self.run_at[0],
+                    self.delay_ms[0],
+                    self.idempotency_key[0],
+                    self.batch_id[0],
+                    self.timeout_ms[0],
+                    self.max_attempts[0],
+                    self.retry_policy_id[0],
+                    self.pending[0],
+                    self.schedule_id[0],
+                    notify,
+                    self.trace_parent[0],
+                    self.concurrency_key[0],
+                    self.unique_key[0],
+                    project_id,
+                ),
+            )
+        return Query("insert_jobs", self._insert_jobs_args(queue_id, notify, project_id))
+
+    def _insert_jobs_args(
+        self, queue_id: UUID, notify: bool, project_id: UUID | None
     ) -> tuple[Any, ...]:
         return (
             queue_id,
@@ -434,9 +464,7 @@ def _insert_plan(
     while pending is not None:
         cols, last = pending
         keys.extend(cols.idempotency_key)
-        yield Send(
-            Query("insert_jobs", cols.insert_args(queue_id, notify=last, project_id=project_id))
-        )
+        yield Send(cols.insert_query(queue_id, notify=last, project_id=project_id))
         pending = None if last else next(chunks)
         (row,) = yield RECEIVE
         if not row["queue_found"]:

@@ -206,3 +206,44 @@ async def test_another_tenants_jobs_and_policies_are_unknown(db: asyncpg.Connect
     with pytest.raises(ValidationError, match="unknown retry policy"):
         await enqueue(db, my_queue, NewJob("h", retry_policy_id=their_policy))
     assert await _count(db) == 1
+
+
+#: Columns a job is written with (everything but its id and the clocks of its own insert).
+_WRITTEN = (
+    "handler, payload, status::text AS status, priority, max_attempts, retry_policy_id, "
+    "timeout_ms, idempotency_key, batch_id, pending_dependencies, trace_parent, "
+    "concurrency_key, unique_key, run_at > created_at AS delayed"
+)
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        NewJob("a"),
+        NewJob("b", {"k": [1, 2]}, priority=5, delay_s=60, timeout_ms=99, max_attempts=4),
+        NewJob("c", idempotency_key="same", concurrency_key="tenant-1"),
+    ],
+    ids=["defaults", "options", "keys"],
+)
+async def test_one_job_is_written_as_a_bulk_enqueue_writes_it(
+    db: asyncpg.Connection[Any], job: NewJob
+) -> None:
+    """One job goes through `insert_job`, several through `insert_jobs` (enqueue.sql): two
+    statements, one meaning. The same job written both ways has the same columns, defaults
+    from the queue and its retry policy included."""
+    tenant = await make_tenant(db)
+    policy = await make_retry_policy(db, tenant.project_id, max_attempts=7)
+    one = await make_queue(db, tenant.project_id, retry_policy_id=policy, default_timeout_ms=5)
+    many = await make_queue(db, tenant.project_id, retry_policy_id=policy, default_timeout_ms=5)
+    single = await enqueue(db, one, job)
+    bulk = await enqueue_many(db, many, [job, NewJob("other")])
+    assert single.created and bulk[0].created
+    assert single.status is bulk[0].status
+    written = [
+        dict(await db.fetchrow(f"SELECT {_WRITTEN} FROM jobs WHERE id = $1", made.id))
+        for made in (single, bulk[0])
+    ]
+    assert written[0] == written[1]
+    if job.idempotency_key is not None:  # a repeat of one job finds it, as a bulk repeat does
+        again = await enqueue(db, one, job)
+        assert (again.id, again.created) == (single.id, False)
