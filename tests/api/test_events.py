@@ -25,9 +25,10 @@ from tests.factories import make_queue
 
 from codity import core
 from codity.api.app import create_app
-from codity.api.events import MAILBOX_SIZE, RESYNC, Event, Subscription
+from codity.api.events import MAILBOX_SIZE, RESYNC, WATCH_S, Event, Subscription
 from codity.api.tokens import issue_access_token
 from codity.db.pool import connect
+from codity.db.queries import sql
 from codity.domain.states import MemberRole, WorkerStatus
 
 API = "/api/v1"
@@ -292,6 +293,7 @@ async def test_notifications_are_one_per_statement_not_per_job(database_url: str
     worker_conn = await connect(database_url)
     try:
         await listener.add_listener("codity_events", lambda *a: got.append(a[3]))
+        await worker_conn.execute(sql("event_watch"), WATCH_S)  # as a hub with subscribers does
         queue_id = await make_queue(worker_conn)
         await core.enqueue_many(worker_conn, queue_id, [core.NewJob("noop")] * 500)
         worker = await core.register_worker(
@@ -311,3 +313,30 @@ async def test_notifications_are_one_per_statement_not_per_job(database_url: str
     finally:
         await listener.close()
         await worker_conn.close()
+
+
+async def test_job_events_are_announced_only_while_a_hub_watches(database_url: str) -> None:
+    """Migration 0024: with no dashboard open, no statement on jobs pays for a summary or wakes
+    the database's listeners. Break it: drop the triggers' WHEN clause and the first and last
+    enqueues are announced too."""
+    got: list[str] = []
+    listener = await connect(database_url)
+    conn = await connect(database_url)
+    try:
+        await listener.add_listener("codity_events", lambda *a: got.append(a[3]))
+        queue_id = await make_queue(conn)
+
+        async def announced_on_enqueue() -> bool:
+            got.clear()
+            await core.enqueue(conn, queue_id, core.NewJob("noop"))
+            await asyncio.sleep(0.3)
+            return any(json.loads(p)["t"] == "j" for p in got)
+
+        assert not await announced_on_enqueue()  # no hub has ever watched
+        await conn.execute(sql("event_watch"), WATCH_S)
+        assert await announced_on_enqueue()
+        await conn.execute(sql("event_watch"), -1)  # the last subscriber left: the flag lapsed
+        assert not await announced_on_enqueue()
+    finally:
+        await listener.close()
+        await conn.close()

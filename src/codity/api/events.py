@@ -12,6 +12,12 @@ new status; worker up/down; queue paused/resumed). The hub:
    workers and queues that changed; at most 1/flush_s messages per project, whatever the load;
 3. puts each project's summary into the mailbox of every subscriber of THAT project only.
 
+The jobs triggers fire only while some hub has subscribers (migration 0024): a hub sets the
+database's flag (`codity_events_watched_until`, a Unix time WATCH_S ahead) before it answers a
+new subscriber's stream, and again every WATCH_REFRESH_S while it has any. With no dashboard
+open anywhere no job statement pays for a summary nobody reads, and no NOTIFY wakes the
+workers' listening connections; the flag lapses WATCH_S after the last subscriber left.
+
 Memory is bounded everywhere: the inbox holds at most `INBOX_LIMIT` payloads, a summary at most
 `MAX_JOB_IDS` ids, and a mailbox `MAILBOX_SIZE` messages. A subscriber too slow to keep up
 (its mailbox full) loses its backlog and gets one `resync` ("refetch everything") instead;
@@ -24,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -54,6 +61,10 @@ CACHE_LIMIT = 100_000
 LIVENESS_CHECK_S = 5.0
 #: Pause before reconnecting a lost listener (the loop service backs off from there).
 RECONNECT_MS = 100
+#: While it has subscribers a hub keeps the database's job events on this far ahead ...
+WATCH_S = 30
+#: ... renewed this often (well inside WATCH_S, so a slow renewal never lets them lapse).
+WATCH_REFRESH_S = 10
 
 
 @dataclass(frozen=True)
@@ -171,6 +182,8 @@ class EventHub:
         #: Counters for the benchmark and the logs.
         self.notifications = 0
         self.sent = 0
+        #: When (time.monotonic()) this hub last turned the database's job events on.
+        self._watch_set = -float("inf")
 
     # --- lifecycle: two loops of the project's one LoopService shape ---------------------------
 
@@ -202,6 +215,16 @@ class EventHub:
                 subs.discard(sub)
                 if not subs:
                     del self._subscribers[project_id]
+
+    async def watch(self) -> None:
+        """Keep the database's job events on for WATCH_S more seconds (migration 0024), unless
+        this hub did so less than WATCH_REFRESH_S ago. Awaited before a new subscriber's
+        stream begins, so every change after its `hello` is announced."""
+        now = time.monotonic()
+        if now - self._watch_set < WATCH_REFRESH_S:
+            return
+        await self.pool.execute(sql("event_watch"), WATCH_S)
+        self._watch_set = now
 
     @property
     def subscriber_count(self) -> int:
@@ -349,6 +372,8 @@ class _Flusher(LoopService):
         self.hub = hub
 
     async def run_once(self) -> bool:
+        if self.hub.subscriber_count:
+            await self.hub.watch()
         await self.hub.flush()
         return False
 

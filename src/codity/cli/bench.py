@@ -717,14 +717,14 @@ def _events_rows(
         for i in range(cost_runs):
             pairs.append(_console().event_cost_run(server, 20_000, 2, 100))
             console.print(
-                f"  run {i + 1}: drain with events {pairs[-1][0]:,.0f} jobs/s, "
-                f"without {pairs[-1][1]:,.0f} jobs/s",
+                f"  run {i + 1}: drain watched {pairs[-1][0]:,.0f} jobs/s, "
+                f"nobody watching {pairs[-1][1]:,.0f} jobs/s",
                 highlight=False,
             )
         cost = _console().event_cost(pairs)
         rows.append(
             [
-                "live events: drain cost (20,000 no-op jobs, 2 workers × 100, with vs without the triggers)",
+                "live events: drain cost (20,000 no-op jobs, 2 workers × 100, a dashboard watching vs nobody)",
                 f"{cost.with_events:,.0f} vs {cost.without_events:,.0f} jobs/s: "
                 f"{cost.cost_percent:+.1f}% cost",
             ]
@@ -792,11 +792,11 @@ def events_command(
     seconds: Annotated[float, typer.Option("--seconds", min=1)] = 20.0,
     runs: RunsOption = 3,
     cost_runs: Annotated[
-        int, typer.Option("--cost-runs", min=0, help="Drains with/without the triggers (0: skip).")
+        int, typer.Option("--cost-runs", min=0, help="Drains watched/unwatched (0: skip).")
     ] = 3,
     dsn: DsnOption = None,
 ) -> None:
-    """Live events: the drain's cost of the event triggers, and one API process holding N
+    """Live events: the drain's cost of a watching dashboard, and one API process holding N
     streams while jobs change state R times a second (memory sampled every second)."""
     with _server(dsn) as server:
         _show(_events_rows(server, streams, rate, seconds, runs, cost_runs), False)
@@ -1007,8 +1007,9 @@ TRACING_NOTES = [
     "job); the share is the attempt hook's time over one job's time at the absent drain's rate.",
 ]
 EVENTS_NOTES = [
-    "`codity bench events`: the drain above with the live-events triggers and without them",
-    "(dropped in that run's database), alternating; then the API under uvicorn in the benchmark's",
+    "`codity bench events`: the drain above with a dashboard watching (the live-events triggers",
+    "fire: migration 0024) and with nobody watching (they do not), alternating; then the API under",
+    "uvicorn in the benchmark's",
     "process with N event streams open on one project while jobs change state R times a second",
     "(enqueue batches of 100): messages per stream per second, delivery delay, the largest mailbox,",
     "and the process's RSS sampled every second (flat = bounded memory).",

@@ -34,6 +34,7 @@ from codity import VERSION, core
 from codity.db import migrate
 from codity.db.dsn import plain_dsn, with_database
 from codity.db.pool import connect, create_pool
+from codity.db.queries import sql
 from codity.worker import HandlerRegistry, JobContext
 from codity.worker.config import WorkerConfig
 from codity.worker.gc_tuning import tune_for_worker
@@ -152,19 +153,10 @@ async def _completed(pool: asyncpg.Pool[Any], after_id: int = 0) -> int:
     return count
 
 
-#: The live-events triggers (migration 0005); `events=False` drops them to measure their cost.
-EVENT_TRIGGERS = (
-    ("jobs_events_insert", "jobs"),
-    ("jobs_events_update", "jobs"),
-    ("workers_events_insert", "workers"),
-    ("workers_events_status", "workers"),
-    ("queues_events_paused", "queues"),
-)
-
-
-async def drop_event_triggers(pool: asyncpg.Pool[Any]) -> None:
-    for name, table in EVENT_TRIGGERS:
-        await pool.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+async def watch_events(pool: asyncpg.Pool[Any]) -> None:
+    """Turn the jobs' live-events triggers on for the whole run, as an API process with a
+    dashboard open keeps them (migration 0024, codity.api.events.EventHub.watch)."""
+    await pool.execute(sql("event_watch"), 24 * 3600)
 
 
 async def throughput(
@@ -173,11 +165,12 @@ async def throughput(
     workers: int,
     capacity: int,
     *,
-    events: bool = True,
+    watched: bool = False,
     template: str | None = None,
 ) -> Throughput:
     """`template`: start from a copy of that database (history already in it) instead of an
-    empty one. `events=False`: without the live-events triggers."""
+    empty one. `watched`: as if a dashboard were open (the live-events triggers fire); without
+    it, as a fleet runs while nobody watches."""
     registry = HandlerRegistry()
     handled = [0]
     all_handled = asyncio.Event()
@@ -192,8 +185,8 @@ async def throughput(
     async with database as url:
         pool = await create_pool(url, min_size=1, max_size=4, application_name="codity-bench")
         try:
-            if not events:
-                await drop_event_triggers(pool)
+            if watched:
+                await watch_events(pool)
             queue_id = await _bench_queue(pool)
             history: int = await pool.fetchval("SELECT coalesce(max(id), 0) FROM jobs")
             await _fill(pool, queue_id, jobs, "noop")

@@ -47,6 +47,7 @@ async def stream_events(
     `workers` (up/down), `queues` (paused/resumed) and `resync` (refetch everything), at most
     four messages a second; `bye` when the stream's lifetime (EVENTS_STREAM_MAX_S) is up."""
     hub: EventHub = request.app.state.events
+    await hub.watch()  # the database announces job changes from here on (migration 0024)
     subscription = hub.subscribe(ctx.project_id)
 
     async def body() -> AsyncIterator[bytes]:

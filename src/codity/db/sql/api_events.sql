@@ -16,3 +16,9 @@ WHERE wq.worker_id = ANY($1::uuid[]);
 -- The listener's liveness check between notifications: a round trip notices a dead TCP
 -- connection that would otherwise wait for a notification for ever.
 SELECT 1;
+
+-- name: event_watch
+-- A hub with subscribers keeps the jobs' event triggers on until $1 seconds from now (their WHEN
+-- clause reads this sequence: migration 0024). setval is seen by every session at once.
+-- Parameters: $1 seconds integer.
+SELECT setval('codity_events_watched_until', (extract(epoch FROM now()) + $1::integer)::bigint);
