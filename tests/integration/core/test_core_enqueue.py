@@ -237,7 +237,8 @@ async def test_one_job_is_written_as_a_bulk_enqueue_writes_it(
     many = await make_queue(db, tenant.project_id, retry_policy_id=policy, default_timeout_ms=5)
     single = await enqueue(db, one, job)
     bulk = await enqueue_many(db, many, [job, NewJob("other")])
-    assert single.created and bulk[0].created
+    assert single.created
+    assert bulk[0].created
     assert single.status is bulk[0].status
     written = [
         dict(await db.fetchrow(f"SELECT {_WRITTEN} FROM jobs WHERE id = $1", made.id))
