@@ -14,6 +14,7 @@ claim back says when the next start frees up (`ClaimRound.retry_in_ms`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -178,14 +179,33 @@ async def _run(conn: Conn, statement: str, worker_id: UUID, args: list[Any]) -> 
     report = next((r for r in rows if r[0] is None), None)  # the report row (see claim.sql)
     if report is None:  # claim_jobs_flow with no queue that has flow control
         return ClaimRound(claimed)
+    quotas = report.get("quotas")
+    if quotas is None:  # claim_jobs_flow says it itself
+        ran_dry, drained = tuple(report.get("ran_dry") or ()), bool(report.get("drained"))
+    else:
+        ran_dry, drained = claim_report(claimed, args[3], report["quota_ids"] or [], quotas)
     return ClaimRound(
         claimed,
         retry_in_ms=report.get("retry_in_ms"),
         flow_queues=report["flow_queues"] or 0,
-        ran_dry=tuple(report.get("ran_dry") or ()),
+        ran_dry=ran_dry,
         scanned_at=report.get("scanned_at"),
-        drained=bool(report.get("drained")),
+        drained=drained,
     )
+
+
+def claim_report(
+    claimed: list[ClaimedJob], limit: int, queue_ids: list[UUID], quotas: list[int]
+) -> tuple[tuple[UUID, ...], bool]:
+    """claim_jobs's ran_dry and drained (claim.sql, the report row) from each served queue's
+    quota and the jobs claimed of it. A claim that filled `limit` says neither: a later queue
+    may not have been read at all."""
+    if len(claimed) >= limit:
+        return (), False
+    took = Counter(job.queue_id for job in claimed)
+    ran_dry = tuple(q for q, n in zip(queue_ids, quotas, strict=True) if n > 0 and not took[q])
+    drained = all(took[q] < n for q, n in zip(queue_ids, quotas, strict=True))
+    return ran_dry, drained
 
 
 def _returning(conn: Conn) -> Callable[[], Awaitable[Conn]]:

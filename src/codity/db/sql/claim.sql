@@ -38,9 +38,9 @@
 -- statements.
 -- Last, one report row (id NULL), empty claims included: how many queues were left out for
 -- flow control (flow_queues: the caller then claims from them with claim_jobs_flow,
--- core/claim.py), which queues ran dry, and the claim's clock (the caller moves the cursors of
--- queues that ran dry: core.claim.advance_cursors), and whether the claim drained every queue
--- (nothing left that a freed slot could claim).
+-- core/claim.py), the claim's clock, and each queue's quota, from which the caller tells which
+-- queues ran dry (it moves their cursors: core.claim.advance_cursors) and whether the claim
+-- drained every queue (nothing left that a freed slot could claim).
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 cursor priorities integer[], $6 cursor run_at timestamptz[], $7 cursor ids bigint[]
 -- (aligned with $3; NULL arrays or NULL elements: no cursor, scan the queue from the front).
@@ -138,30 +138,28 @@ claimed AS (
 )
 SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
        c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
-       NULL::bigint AS flow_queues, NULL::uuid[] AS ran_dry, NULL::timestamptz AS scanned_at,
-       NULL::boolean AS drained
+       NULL::bigint AS flow_queues, NULL::timestamptz AS scanned_at,
+       NULL::uuid[] AS quota_ids, NULL::integer[] AS quotas
 FROM claimed c
 UNION ALL
--- The report row (id NULL), after the UPDATE. ran_dry: when the claim did not fill $4, every
--- queue was read to the end of its ranges, and those that had room (quota > 0) but gave no
--- job have nothing queued after the cursor (as of this statement's snapshot); NULL when it
--- filled $4 (a later queue may not have been read at all). A queue at its concurrency limit
--- (quota 0) is not in it: its queued jobs were not looked for.
--- drained: every queue served gave fewer jobs than its quota, so none has a claimable job left
--- (as of this snapshot) and none is held back by its concurrency limit. A slot freed in the
--- worker then cannot make a job claimable; only an enqueue (its NOTIFY) or the poll can, and
--- the producer does not claim again on a freed slot (worker.producer: an empty claim per
--- finished job held up the next job's claim).
+-- The report row (id NULL), after the UPDATE: how many queues were left out for flow control,
+-- the claim's clock, and each served queue's quota (aligned arrays). From the quotas and the
+-- jobs claimed of each queue, core.claim works out (claim_report):
+-- ran_dry: when the claim did not fill $4, every queue was read to the end of its ranges, and
+-- those that had room (quota > 0) but gave no job have nothing queued after the cursor (as of
+-- this statement's snapshot); none when it filled $4 (a later queue may not have been read at
+-- all). A queue at its concurrency limit (quota 0) is not in it: its queued jobs were not
+-- looked for.
+-- drained: the claim did not fill $4 and every queue served gave fewer jobs than its quota, so
+-- none has a claimable job left (as of this snapshot) and none is held back by its concurrency
+-- limit. A slot freed in the worker then cannot make a job claimable; only an enqueue (its
+-- NOTIFY) or the poll can, and the producer does not claim again on a freed slot
+-- (worker.producer: an empty claim per finished job held up the next job's claim).
+-- Both were subqueries over `claimed` and `quota` here; their start-up alone was about a tenth
+-- of a one-job claim's server instructions (docs/DESIGN_DECISIONS.md, ADR-22).
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT s.flow_queues FROM served s),
-       CASE WHEN (SELECT count(*) FROM claimed) < $4::integer
-            THEN ARRAY(SELECT q.id FROM quota q
-                       WHERE q.n > 0 AND NOT EXISTS (SELECT FROM claimed c WHERE c.queue_id = q.id))
-       END,
-       now(),
-       (SELECT count(*) FROM claimed) < $4::integer
-         AND NOT EXISTS (SELECT FROM quota q
-                         WHERE q.n <= (SELECT count(*) FROM claimed c WHERE c.queue_id = q.id));
+       s.flow_queues, now(), q.ids, q.quotas
+FROM served s, (SELECT array_agg(id) AS ids, array_agg(n) AS quotas FROM quota) q;
 
 -- name: claim_jobs_flow
 -- The claim for queues with flow control (docs/CONCURRENCY.md): the steps of claim_jobs, with
