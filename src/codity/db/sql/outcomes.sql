@@ -7,7 +7,8 @@
 -- the UPDATE (it reads `done`): it takes a fresh snapshot, so it sees job_dependencies rows an
 -- enqueue committed while this UPDATE waited on that enqueue's share lock (the statement's own
 -- snapshot would not, and the dependant would wait forever). It NOTIFYs the queues of jobs it
--- made claimable. With no dependants it is one index probe per completed job. `freed` wakes
+-- made claimable. With no dependants it is one index probe (migration 0025: the release
+-- statement runs only when the probe finds one). `freed` wakes
 -- the workers of limited queues (below): one probe of queues per queue in the batch.
 -- A fast job may complete straight from 'claimed' (the worker marks a job running only once it
 -- has run for a moment), so the worker sends when the handler started: $5.
