@@ -183,7 +183,7 @@ async def _run(conn: Conn, statement: str, worker_id: UUID, args: list[Any]) -> 
     if quotas is None:  # claim_jobs_flow says it itself
         ran_dry, drained = tuple(report.get("ran_dry") or ()), bool(report.get("drained"))
     else:
-        ran_dry, drained = claim_report(claimed, args[3], report["quota_ids"] or [], quotas)
+        ran_dry, drained = claim_report(claimed, args[3], report["quota_ids"], quotas)
     return ClaimRound(
         claimed,
         retry_in_ms=report.get("retry_in_ms"),

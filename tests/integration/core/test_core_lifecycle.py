@@ -431,6 +431,7 @@ async def test_a_claim_says_it_drained_its_queues_only_when_a_freed_slot_could_f
     paused = await make_queue(db, project, is_paused=True)
     await enqueue_many(db, paused, [NewJob("h") for _ in range(3)])
     assert (await claim_round(db, worker_id, [plain, paused], 10, LEASE_MS)).drained
+    assert (await claim_round(db, worker_id, [paused], 10, LEASE_MS)).drained  # nothing served
 
     keyed = await make_queue(db, project, key_concurrency_limit=1)
     await enqueue_many(db, keyed, [NewJob("h", concurrency_key="k") for _ in range(2)])

@@ -159,7 +159,10 @@ UNION ALL
 -- of a one-job claim's server instructions (docs/DESIGN_DECISIONS.md, ADR-22).
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        s.flow_queues, now(), q.ids, q.quotas
-FROM served s, (SELECT array_agg(id) AS ids, array_agg(n) AS quotas FROM quota) q;
+FROM served s,
+     -- empty arrays, not NULL, when no queue is served (all paused): still this statement's report
+     (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(n), '{}') AS quotas
+      FROM quota) q;
 
 -- name: claim_jobs_flow
 -- The claim for queues with flow control (docs/CONCURRENCY.md): the steps of claim_jobs, with
