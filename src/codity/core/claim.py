@@ -243,12 +243,17 @@ class Claimer:
         fair: bool = False,
         cursors: Cursors | None = None,
         flow_conn: Callable[[], Awaitable[Conn]] | None = None,
+        held: Mapping[UUID, int] | None = None,
     ) -> ClaimRound:
         """Claim up to `limit` jobs (size it to the free slots). `fair` shares the claim
         between the queues' projects by weight (pass it when they span several projects);
         `cursors`: per queue, start after where the previous claim ended (ClaimCursor).
         `flow_conn`: where claim_jobs_flow runs (default `conn`); the worker gives it a
-        connection that keeps the statement's plan (claim.sql says why that is safe)."""
+        connection that keeps the statement's plan (claim.sql says why that is safe).
+        `held`: with `fair`, the jobs this claimer runs now per queue (absent: none). The
+        shares then weigh them and what the other workers published at their last fair claim,
+        and publish this claimer's, instead of counting every leased job in `jobs` (slow in a
+        drain: docs/CONCURRENCY.md, "Fair shares"); without it the count is made."""
         if limit <= 0 or not queue_ids:
             return ClaimRound([])
         ids = list(queue_ids)
@@ -256,7 +261,8 @@ class Claimer:
         # The flow connection is opened only when the flow statement runs.
         flow_on = flow_conn if flow_conn is not None else _returning(conn)
         if fair or self._flow_first:
-            flow = await self._flow(await flow_on(), ids, limit, fair, at)
+            load = [held.get(q, 0) for q in ids] if fair and held is not None else None
+            flow = await self._flow(await flow_on(), ids, limit, fair, at, load)
             self._flow_first = flow.flow_queues > 0
             return flow
         plain = await _run(
@@ -276,9 +282,15 @@ class Claimer:
         )
 
     async def _flow(
-        self, conn: Conn, ids: list[UUID], limit: int, fair: bool, at: list[Any]
+        self,
+        conn: Conn,
+        ids: list[UUID],
+        limit: int,
+        fair: bool,
+        at: list[Any],
+        held: list[int] | None = None,
     ) -> ClaimRound:
-        args = [self.worker_id, self.lease_ms, ids, limit, fair, *at]
+        args = [self.worker_id, self.lease_ms, ids, limit, fair, *at, held]
         return await _run(conn, "claim_jobs_flow", self.worker_id, args)
 
 

@@ -342,6 +342,12 @@ workers = Table(
     Column("lingering_threads", Integer, nullable=False, server_default=text("0")),
     # The handler names this worker runs (jobs explain: handler_not_registered).
     Column("handlers", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    # What it holds per queue as of its last fair claim (aligned arrays), written by
+    # codity_fair_shares for the other workers' shares (docs/CONCURRENCY.md, "Fair shares").
+    Column(
+        "load_queue_ids", ARRAY(UUID(as_uuid=True)), nullable=False, server_default=text("'{}'")
+    ),
+    Column("load_counts", ARRAY(Integer), nullable=False, server_default=text("'{}'")),
     Index(
         "ix_workers_alive_heartbeat",
         "last_heartbeat_at",

@@ -50,7 +50,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from uuid import UUID
 
 from codity import core
@@ -99,6 +99,7 @@ class Producer(LoopService):
         busy: Callable[[], int],
         queue_ids: Callable[[], list[UUID]],
         fair: Callable[[], bool],
+        running_by_queue: Callable[[], Mapping[UUID, int]],
         refresh_queues: Callable[[], Awaitable[None]] | None,
         queue_refresh_ms: int,
         executor: Executor,
@@ -120,6 +121,7 @@ class Producer(LoopService):
         self._claim_lock = claim_lock
         self._cursors: dict[UUID, core.ClaimCursor] = {}
         self._fair = fair
+        self._running_by_queue = running_by_queue
         self._claimer = core.Claimer(worker_id, lease_ms, flow_first=flow_first)
         self._retry_timer: asyncio.TimerHandle | None = None
         self._rescan = RescanClock()
@@ -166,12 +168,16 @@ class Producer(LoopService):
         rescan = self._rescan.due(now)
         async with self._claim_lock:
             started = time.monotonic()
+            fair = self._fair()
             claimed = await self._claimer.claim(
                 conn,
                 queue_ids,
                 free,
-                fair=self._fair(),
+                fair=fair,
                 cursors=None if rescan else self._cursors,
+                # what it runs per queue: the fair shares weigh it (and publish it) instead of
+                # counting the leased jobs in the table
+                held=self._running_by_queue() if fair else None,
             )
             self.claims += 1
             if rescan:

@@ -8,10 +8,12 @@ heartbeat extends exactly those leases, nothing else held under the worker's id.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from codity import core
 from codity.worker.context import JobContext
@@ -74,3 +76,7 @@ class Running:
 
     def fences(self) -> list[core.Fence]:
         return [*(rj.job.fence for rj in self.jobs.values()), *self.releasing]
+
+    def by_queue(self) -> Counter[UUID]:
+        """Running attempts per queue (a fair claim weighs them: core.Claimer.claim)."""
+        return Counter(rj.job.queue_id for rj in self.jobs.values())

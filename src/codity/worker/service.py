@@ -190,6 +190,7 @@ class Worker:
             busy=lambda: len(self._running) + len(executor.lingering),
             queue_ids=lambda: self._queue_ids,
             fair=lambda: self._fair,
+            running_by_queue=self._running.by_queue,
             refresh_queues=self._refresh_queues if cfg.queue_names is None else None,
             queue_refresh_ms=cfg.queue_refresh_ms,
             executor=executor,

@@ -173,7 +173,9 @@ FROM served s,
 --   with a fresh snapshot after the lock;
 -- * shares: fair shares between projects ($5, set by a worker whose queues span several
 --   projects): codity_fair_shares() splits $4 between the projects with work in proportion to
---   their weight, against what each already has leased; priority orders queues within a project;
+--   their weight, against what each already has leased (from what the claimer holds, $9, and
+--   the other workers published; counted in `jobs` when $9 is NULL); priority orders queues
+--   within a project;
 -- * candidates: a queue with per-key limits (key_concurrency_limit, or rate_limit_per_key)
 --   selects through codity_keyed_candidates(): each key's advisory lock taken without
 --   waiting (a key another claimer holds is passed over), its room read with a fresh
@@ -197,7 +199,8 @@ FROM served s,
 -- the UPDATE finds its rows by primary key (`j.id = ANY(ARRAY(...))`) instead of joining an
 -- estimated 10% of the table.
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
--- $5 fair shares between projects boolean, $6-$8 the cursors as claim_jobs's $5-$7.
+-- $5 fair shares between projects boolean, $6-$8 the cursors as claim_jobs's $5-$7,
+-- $9 what the claimer holds in each queue integer[] (aligned with $3; NULL: not known).
 WITH claimer AS (
   SELECT codity_require_worker($1::uuid) AS ok  -- as in claim_jobs
 ),
@@ -268,7 +271,12 @@ shares AS MATERIALIZED (
                           $4::integer,
                           (SELECT array_agg(q.cp ORDER BY q.pos) FROM quota q),
                           (SELECT array_agg(q.cr ORDER BY q.pos) FROM quota q),
-                          (SELECT array_agg(q.ci ORDER BY q.pos) FROM quota q)) f
+                          (SELECT array_agg(q.ci ORDER BY q.pos) FROM quota q),
+                          $1::uuid,
+                          (SELECT array_agg(h.n ORDER BY q.pos)
+                           FROM quota q
+                           JOIN unnest($3::uuid[], $9::integer[]) AS h(id, n) ON h.id = q.id
+                           WHERE $9::integer[] IS NOT NULL)) f
   WHERE $5::boolean
 ),
 candidates AS (

@@ -32,7 +32,9 @@ RETURNING j.id;
 --    The worker never sends this while a claim of its own is in flight (it serialises the two),
 --    so a job it is about to start is never given back;
 -- 4. refreshes the worker's denormalised last_heartbeat_at, in_flight and lingering_threads,
---    and bumps the compact per-minute history row.
+--    publishes what it holds per queue (load_queue_ids / load_counts, from the leases it
+--    extended: the fair shares of every worker's claims weigh it, docs/CONCURRENCY.md), and
+--    bumps the compact per-minute history row.
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 in_flight integer,
 -- $4 held job ids bigint[], $5 their execution_seqs integer[], $6 lingering sync-handler
 -- threads integer (attempts ended, threads still running: shown in the worker's row).
@@ -46,7 +48,12 @@ extended AS (
   -- status as text: find each held job by primary key (see complete_jobs in outcomes.sql)
   WHERE j.id = h.id AND j.execution_seq = h.seq AND j.worker_id = $1::uuid
     AND j.status::text IN ('claimed', 'running')
-  RETURNING j.id, j.execution_seq, j.cancel_requested_at
+  RETURNING j.id, j.execution_seq, j.cancel_requested_at, j.queue_id
+),
+load AS (  -- one row: the leases extended per queue
+  SELECT COALESCE(array_agg(x.queue_id ORDER BY x.queue_id), '{}') AS queue_ids,
+         COALESCE(array_agg(x.n ORDER BY x.queue_id), '{}') AS counts
+  FROM (SELECT e.queue_id, count(*)::integer AS n FROM extended e GROUP BY e.queue_id) x
 ),
 stray AS (
   UPDATE jobs j
@@ -98,6 +105,8 @@ beat AS (
   -- its stale writes stay fenced off.
   UPDATE workers SET last_heartbeat_at = now(), in_flight = $3::integer,
          lingering_threads = $6::integer,
+         load_queue_ids = (SELECT l.queue_ids FROM load l),
+         load_counts = (SELECT l.counts FROM load l),
          status = CASE WHEN status = 'dead' THEN 'active'::worker_status ELSE status END,
          stopped_at = CASE WHEN status = 'dead' THEN NULL ELSE stopped_at END
   WHERE id = $1::uuid
