@@ -271,7 +271,7 @@ async def test_break_it_reading_the_window_before_the_lock_exceeds_the_limit(
     """Claimers read the window, then wait for the lock while the previous holder records its
     starts: two of them spend the same free starts."""
     lock = "PERFORM 1 FROM queues q WHERE q.id = queue FOR UPDATE;"
-    read = "FROM queue_rate_windows w WHERE w.queue_id = queue AND w.key = bucket;"
+    read = "WHERE w.queue_id = queue AND w.key = bucket;"  # the end of the window read
     await _rewrite_function(
         race_pool,
         "codity_rate_window",
