@@ -96,9 +96,9 @@ async def test_the_claims_generic_plans_use_the_claim_index_and_the_primary_key(
     for name, args in (
         ("claim_jobs", plain),
         ("claim_jobs", (w, 30_000, [q], 100, *cursor)),
-        ("claim_jobs_flow", (w, 30_000, [q], 100, False, None, None, None, None)),
-        ("claim_jobs_flow", (w, 30_000, [q], 100, True, *cursor, None)),
-        ("claim_jobs_flow", (w, 30_000, [q], 100, True, *cursor, [0])),  # held: published loads
+        ("claim_jobs_flow", (w, 30_000, [q], 100, False, None, None, None, None, False)),
+        ("claim_jobs_flow", (w, 30_000, [q], 100, True, *cursor, None, True)),
+        ("claim_jobs_flow", (w, 30_000, [q], 100, True, *cursor, [0], True)),  # published loads
     ):
         plan = await _generic_plan(db, name, args)
         assert _seq_scans(plan) == [], f"{name}: {explain.shape(plan)}"

@@ -226,7 +226,12 @@ async def plain_claims(
             for i in range(warmup + claims):
                 pair = [
                     (times.plain, plain, "claim_jobs", [*base, None, None, None]),
-                    (times.flow, flow, "claim_jobs_flow", [*base, False, None, None, None, None]),
+                    (
+                        times.flow,
+                        flow,
+                        "claim_jobs_flow",
+                        [*base, False, None, None, None, None, False],
+                    ),
                 ]
                 for out, conn, statement, args in pair if i % 2 == 0 else pair[::-1]:
                     took = await one(conn, statement, args)

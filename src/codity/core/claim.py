@@ -21,6 +21,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 from uuid import UUID
 
+import asyncpg
+
 from codity.core.connection import Conn
 from codity.core.fence import Fence
 from codity.db.queries import sql
@@ -290,8 +292,23 @@ class Claimer:
         at: list[Any],
         held: list[int] | None = None,
     ) -> ClaimRound:
+        # A rate-limited queue with room to spare is claimed without its lock ($10); if that
+        # put its window over the limit (another claim took the room meanwhile), the statement
+        # failed whole and nothing was claimed: claim again, with the lock (claim.sql,
+        # migration 0030). Inside the caller's transaction a failed statement would abort it,
+        # so there the claim takes the lock from the start.
+        # A claim with the lock fails the same way if a claim without it (of another size,
+        # on the other side of the threshold) committed starts after its read: claim again.
+        in_transaction = isinstance(conn, asyncpg.Connection) and conn.is_in_transaction()
+        attempts = [False] if in_transaction else [True, False, False]
         args = [self.worker_id, self.lease_ms, ids, limit, fair, *at, held]
-        return await _run(conn, "claim_jobs_flow", self.worker_id, args)
+        for attempt, optimistic in enumerate(attempts, start=1):
+            try:
+                return await _run(conn, "claim_jobs_flow", self.worker_id, [*args, optimistic])
+            except asyncpg.SerializationError:
+                if attempt == len(attempts):
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def claim_round(

@@ -93,7 +93,7 @@ async def _core_claim(conn: Any, worker_id: uuid.UUID, queue_id: uuid.UUID) -> l
 def _statement_claim(statement: str) -> ClaimFn:
     async def claim_fn(conn: Any, worker_id: uuid.UUID, queue_id: uuid.UUID) -> list[ClaimedJob]:
         rows = await conn.fetch(
-            statement, worker_id, 30_000, [queue_id], BATCH, False, None, None, None, None
+            statement, worker_id, 30_000, [queue_id], BATCH, False, None, None, None, None, False
         )
         return [_job(r, worker_id) for r in rows if r["id"] is not None]
 

@@ -96,11 +96,11 @@ async def _starts(
 
 
 async def _rate_race(
-    pool: asyncpg.Pool[Any], queue_id: uuid.UUID, run_s: float = RUN_S
+    pool: asyncpg.Pool[Any], queue_id: uuid.UUID, run_s: float = RUN_S, claimers: int = CLAIMERS
 ) -> list[Start]:
-    """CLAIMERS loops claim (5 at a time) and complete at once for run_s, each sleeping until
+    """`claimers` loops claim (5 at a time) and complete at once for run_s, each sleeping until
     the claim says the next start frees up (50 ms when it does not say); returns every start."""
-    workers = [await new_worker(pool) for _ in range(CLAIMERS)]
+    workers = [await new_worker(pool) for _ in range(claimers)]
     start = asyncio.Event()
     deadline = 0.0
     seen: dict[int, float] = {}
@@ -135,8 +135,10 @@ async def race_pool(database_url: str) -> Any:
         await pool.close()
 
 
-async def _limited_queue(pool: asyncpg.Pool[Any], jobs: int = 200) -> uuid.UUID:
-    queue_id = await make_queue(pool, rate_limit=(COUNT, PERIOD_MS))
+async def _limited_queue(
+    pool: asyncpg.Pool[Any] | asyncpg.Connection[Any], jobs: int = 200, count: int = COUNT
+) -> uuid.UUID:
+    queue_id = await make_queue(pool, rate_limit=(count, PERIOD_MS))
     await enqueue_many(pool, queue_id, [NewJob("rated")] * jobs)
     return queue_id
 
@@ -250,6 +252,18 @@ def _replaced(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
+async def _without_the_debit_check(pool: asyncpg.Pool[Any], sleep_s: float = 0.0) -> None:
+    """The debit's check made to pass whatever the window holds (migration 0030): the layer
+    that keeps a claim without the queue's lock exact, and that would also catch what the
+    twins below break (a claim whose window went over is rolled back and made again). With
+    `sleep_s`, each claim holds its starts that long before it commits."""
+    await _rewrite_function(
+        pool,
+        "codity_rate_debit",
+        lambda d: _replaced(d, "IF over THEN", f"PERFORM pg_sleep({sleep_s});\n  IF false THEN"),
+    )
+
+
 async def test_break_it_without_recording_the_starts_the_limit_is_exceeded(
     race_pool: asyncpg.Pool[Any],
 ) -> None:
@@ -279,6 +293,7 @@ async def test_break_it_reading_the_window_before_the_lock_exceeds_the_limit(
             _replaced(d, lock, ""), read, f"{read}\n  {lock}\n  PERFORM pg_sleep(0.02);"
         ),
     )
+    await _without_the_debit_check(race_pool)
     unlocked = _replaced(sql("claim_jobs_flow"), "FOR UPDATE OF q", "")
 
     def statements(name: str) -> str:
@@ -297,6 +312,7 @@ async def test_break_it_per_key_without_the_key_locks_a_key_exceeds_its_limit(
     """Every key lock "granted" without being taken: claimers of a key no longer take turns,
     so each reads the key's window before the others record their starts (the twin holds the
     room it read for 20 ms, so the overlap happens every run)."""
+    await _without_the_debit_check(race_pool)
     await _rewrite_function(
         race_pool,
         "codity_keyed_candidates",
@@ -315,6 +331,73 @@ async def test_break_it_per_key_without_the_key_locks_a_key_exceeds_its_limit(
     most = max(most_by_own_clock(starts, key) for key in KEYS)
     print(f"broken: most of one key in a window: {most}")
     assert most > COUNT
+
+
+# --- a queue with room to spare: claimed without its lock (migration 0030) ----------------------
+
+#: Room for ten claims of 5 (the threshold) at first, and ROOMY_CLAIMERS claims of 5 at once
+#: are more than the limit: the first claims go without the lock, and together would overrun it.
+ROOMY_COUNT = 60
+ROOMY_CLAIMERS = 16
+
+
+@pytest.fixture
+async def roomy_pool(database_url: str) -> Any:
+    pool = await create_pool(database_url, min_size=ROOMY_CLAIMERS, max_size=ROOMY_CLAIMERS + 2)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def test_a_queue_with_room_to_spare_is_claimed_without_waiting_for_its_lock(
+    db: asyncpg.Connection[Any], pool: asyncpg.Pool[Any]
+) -> None:
+    """The queues' rows locked by another transaction: a claim of 5 from a queue with room for
+    1,000 starts goes through; from a queue with room for 40 (fewer than ten claims of 5) it
+    waits for the lock, as every claim of a rate-limited queue did before."""
+    roomy = await _limited_queue(db, 20, count=1000)
+    tight = await _limited_queue(db, 20, count=40)
+    worker = await new_worker(db)
+    # The window row made first: its insert checks its foreign key to the queue's row, which a
+    # claimer holding the queue's lock holds up (its later updates do not).
+    assert len((await claim_round(db, worker, [roomy], 5, 30_000)).jobs) == 5
+    async with pool.acquire() as holder, holder.transaction():
+        await holder.execute(
+            "SELECT 1 FROM queues WHERE id = ANY($1::uuid[]) FOR UPDATE", [roomy, tight]
+        )
+        got = await asyncio.wait_for(claim_round(db, worker, [roomy], 5, 30_000), 5)
+        assert len(got.jobs) == 5
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(claim_round(db, worker, [tight], 5, 30_000), 0.5)
+
+
+async def test_claims_without_the_lock_never_put_a_window_over_its_limit(
+    roomy_pool: asyncpg.Pool[Any],
+) -> None:
+    """16 claimers of 5 at once on a queue limited to 60 a second: the first claims all see room
+    for ten claims and take no lock; the ones whose starts would put the window over the limit
+    are rolled back by the debit's check and claim again with the lock."""
+    queue_id = await _limited_queue(roomy_pool, 400, count=ROOMY_COUNT)
+    starts = await _rate_race(roomy_pool, queue_id, run_s=2.0, claimers=ROOMY_CLAIMERS)
+    by_stamp, by_clock = most_by_claimed_at(starts), most_by_own_clock(starts)
+    print(f"{len(starts)} starts in 2 s; most in a window: {by_stamp}, {by_clock}")
+    assert by_stamp <= ROOMY_COUNT
+    assert by_clock <= ROOMY_COUNT
+    assert len(starts) >= ROOMY_COUNT
+
+
+async def test_break_it_without_the_debit_check_claims_without_the_lock_overrun_the_limit(
+    roomy_pool: asyncpg.Pool[Any],
+) -> None:
+    """The twin: the debit's check removed (and each claim holding its starts 50 ms before it
+    commits, so the claims overlap every run): all 16 first claims go through, 80 starts in
+    the first moment against a limit of 60."""
+    await _without_the_debit_check(roomy_pool, sleep_s=0.05)
+    queue_id = await _limited_queue(roomy_pool, 400, count=ROOMY_COUNT)
+    starts = await _rate_race(roomy_pool, queue_id, run_s=1.0, claimers=ROOMY_CLAIMERS)
+    print(f"broken: most in a window: {most_by_claimed_at(starts)}, {most_by_own_clock(starts)}")
+    assert most_by_own_clock(starts) > ROOMY_COUNT
 
 
 # --- the admission time of a per-key start -------------------------------------------------------

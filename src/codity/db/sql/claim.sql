@@ -170,7 +170,11 @@ FROM served s,
 -- * settings: the key and rate limits of the worker's queues that have them;
 -- * a queue with a queue-wide rate limit is locked like a limited queue (`limited`), and
 --   rated caps its quota by the starts left in its window, read by codity_rate_window()
---   with a fresh snapshot after the lock;
+--   with a fresh snapshot after the lock; unless ($10) its window has room for ten claims
+--   of this size or more (codity_rate_room, read without the lock): then it is claimed
+--   without the lock, up to $4, and the debit below fails the claim (serialization_failure,
+--   rolled back whole) if that puts its window over the limit; core.Claimer then claims
+--   again with $10 false (migration 0030);
 -- * shares: fair shares between projects ($5, set by a worker whose queues span several
 --   projects): codity_fair_shares() splits $4 between the projects with work in proportion to
 --   their weight, against what each already has leased (from what the claimer holds, $9, and
@@ -200,7 +204,8 @@ FROM served s,
 -- estimated 10% of the table.
 -- Parameters: $1 worker_id uuid, $2 lease_ms integer, $3 queue ids uuid[], $4 limit integer,
 -- $5 fair shares between projects boolean, $6-$8 the cursors as claim_jobs's $5-$7,
--- $9 what the claimer holds in each queue integer[] (aligned with $3; NULL: not known).
+-- $9 what the claimer holds in each queue integer[] (aligned with $3; NULL: not known),
+-- $10 a rate-limited queue with room to spare may be claimed without its lock boolean.
 WITH claimer AS (
   SELECT codity_require_worker($1::uuid) AS ok  -- as in claim_jobs
 ),
@@ -239,7 +244,10 @@ limited AS (
     FROM queues q
     WHERE q.id = o.id
       AND (q.concurrency_limit IS NOT NULL
-           OR (q.rate_limit_count IS NOT NULL AND NOT q.rate_limit_per_key))
+           OR (q.rate_limit_count IS NOT NULL AND NOT q.rate_limit_per_key
+               AND NOT (COALESCE($10::boolean, false)
+                        AND codity_rate_room(q.id, q.rate_limit_count, q.rate_limit_period_ms)
+                            >= 10 * $4::integer)))
     FOR UPDATE OF q
   ) l
 ),
@@ -281,13 +289,16 @@ shares AS MATERIALIZED (
 ),
 candidates AS (
   SELECT c.id, q.pos, COALESCE(q.at, c.at) AS at
-  -- (a queue's share looked up per row, not joined: the rows keep quota's queue order, which
-  -- the LIMIT $4 below relies on; a hash join may emit them in any order)
+  -- The queues in queue order, which the LIMIT $4 below relies on: sorted (a handful of rows),
+  -- since quota's joins may emit them in any order (a hash join does; which join the planner
+  -- takes depends on its estimates, and a rate-limited queue claimed without its lock left
+  -- `limited` empty and changed them). A queue's share is looked up per row, not joined.
   FROM (SELECT q.*, t.take, CASE WHEN q.keyed THEN 0 ELSE t.take END AS plain_n
         FROM quota q
         CROSS JOIN LATERAL (
           SELECT GREATEST(COALESCE((SELECT s.n FROM shares s WHERE s.id = q.id), q.n), 0) AS take
-        ) t) q
+        ) t
+        ORDER BY q.pos) q
   CROSS JOIN LATERAL (
     SELECT p.id, NULL::timestamptz AS at
     FROM (

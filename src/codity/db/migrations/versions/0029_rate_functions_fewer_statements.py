@@ -107,7 +107,7 @@ SET enable_seqscan = off
 AS $$"""
 
 
-def _debit(grouped_first: bool) -> str:
+def debit_body(grouped_first: bool) -> str:
     # The claim's starts (one element per job claimed: its queue, concurrency key and admission
     # time) added to their windows: one per rate-limited queue, or one per key ('' for jobs
     # without one) with rate_limit_per_key. Called by the claim after its UPDATE, while it
@@ -151,9 +151,9 @@ END
 
 def upgrade() -> None:
     op.execute(f"{WINDOW_HEAD}{WINDOW_ONE_READ}$$")
-    op.execute(f"{DEBIT_HEAD}{_debit(grouped_first=True)}$$")
+    op.execute(f"{DEBIT_HEAD}{debit_body(grouped_first=True)}$$")
 
 
 def downgrade() -> None:
     op.execute(f"{WINDOW_HEAD}{WINDOW_FOUR_READS}$$")
-    op.execute(f"{DEBIT_HEAD}{_debit(grouped_first=False)}$$")
+    op.execute(f"{DEBIT_HEAD}{debit_body(grouped_first=False)}$$")
