@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codity.db.dsn import plain_dsn, sqlalchemy_url
 
@@ -16,6 +16,21 @@ if TYPE_CHECKING:
 # head revision's name, and importing alembic would add about a second to their start-up.
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def migration_module(file_name: str) -> Any:
+    """A migration's module, loaded from its file in versions/ (their names start with a digit,
+    so `import` cannot reach them): a later migration's downgrade restores what an earlier one
+    wrote from the earlier one's own text."""
+    import importlib.util
+
+    path = MIGRATIONS_DIR / "versions" / file_name
+    spec = importlib.util.spec_from_file_location(f"codity_migration_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def alembic_config(database_url: str) -> Config:

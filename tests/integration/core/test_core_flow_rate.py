@@ -20,7 +20,8 @@ import sys
 import time
 import uuid
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -126,13 +127,20 @@ async def _rate_race(
     return await _starts(pool, queue_id, seen)
 
 
-@pytest.fixture
-async def race_pool(database_url: str) -> Any:
-    pool = await create_pool(database_url, min_size=CLAIMERS, max_size=CLAIMERS + 1)
+@asynccontextmanager
+async def _claimers_pool(database_url: str, claimers: int) -> AsyncIterator[asyncpg.Pool[Any]]:
+    """A connection for each racing claimer, and one for the test."""
+    pool = await create_pool(database_url, min_size=claimers, max_size=claimers + 2)
     try:
         yield pool
     finally:
         await pool.close()
+
+
+@pytest.fixture
+async def race_pool(database_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
+    async with _claimers_pool(database_url, CLAIMERS) as pool:
+        yield pool
 
 
 async def _limited_queue(
@@ -342,12 +350,9 @@ ROOMY_CLAIMERS = 16
 
 
 @pytest.fixture
-async def roomy_pool(database_url: str) -> Any:
-    pool = await create_pool(database_url, min_size=ROOMY_CLAIMERS, max_size=ROOMY_CLAIMERS + 2)
-    try:
+async def roomy_pool(database_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
+    async with _claimers_pool(database_url, ROOMY_CLAIMERS) as pool:
         yield pool
-    finally:
-        await pool.close()
 
 
 async def test_a_queue_with_room_to_spare_is_claimed_without_waiting_for_its_lock(

@@ -22,11 +22,11 @@ The function's behaviour is unchanged; tests/integration/core/test_core_flow_key
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 
 from alembic import op
+
+from codity.db.migrate import migration_module
 
 revision: str = "0020"
 down_revision: str | None = "0019"
@@ -200,18 +200,6 @@ $$
 """
 
 
-def _previous_keyed_candidates() -> str:
-    """The function as migration 0016 wrote it (its module, read from beside this one)."""
-    path = Path(__file__).with_name("0016_flow_per_key_admission_time.py")
-    spec = importlib.util.spec_from_file_location("codity_migration_0016", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    text: str = module.KEYED_CANDIDATES
-    return text
-
-
 def upgrade() -> None:
     op.execute(
         "CREATE INDEX idx_jobs_key_leased ON jobs (queue_id, concurrency_key) "
@@ -221,5 +209,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute(_previous_keyed_candidates())
+    previous = migration_module("0016_flow_per_key_admission_time.py")
+    op.execute(previous.KEYED_CANDIDATES)
     op.drop_index("idx_jobs_key_leased", table_name="jobs")

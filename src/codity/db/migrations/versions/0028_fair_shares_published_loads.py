@@ -24,11 +24,11 @@ The function now writes, so it is VOLATILE.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 
 from alembic import op
+
+from codity.db.migrate import migration_module
 
 revision: str = "0028"
 down_revision: str | None = "0027"
@@ -229,17 +229,6 @@ END
 """
 
 
-def _migration_0027() -> object:
-    """Migration 0027's module (read from beside this one): the function it wrote."""
-    path = Path(__file__).with_name("0027_fair_shares_water_level.py")
-    spec = importlib.util.spec_from_file_location("codity_migration_0027", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def upgrade() -> None:
     op.execute(
         "ALTER TABLE workers ADD COLUMN load_queue_ids uuid[] NOT NULL DEFAULT '{}', "
@@ -251,6 +240,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(f"DROP FUNCTION {NEW_SIGNATURE}")
-    previous = _migration_0027()
-    op.execute(f"{previous.HEAD}{previous.WATER_LEVEL_BODY}$$")  # type: ignore[attr-defined]
+    previous = migration_module("0027_fair_shares_water_level.py")
+    op.execute(f"{previous.HEAD}{previous.WATER_LEVEL_BODY}$$")
     op.execute("ALTER TABLE workers DROP COLUMN load_queue_ids, DROP COLUMN load_counts")

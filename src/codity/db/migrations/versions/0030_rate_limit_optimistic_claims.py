@@ -22,12 +22,11 @@ what the lock gave. A claim near the limit still takes the lock, so two claims s
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from alembic import op
+
+from codity.db.migrate import migration_module
 
 revision: str = "0030"
 down_revision: str | None = "0029"
@@ -106,24 +105,13 @@ END
 """
 
 
-def _migration_0029() -> Any:
-    """Migration 0029's module (read from beside this one): the debit it wrote."""
-    path = Path(__file__).with_name("0029_rate_functions_fewer_statements.py")
-    spec = importlib.util.spec_from_file_location("codity_migration_0029", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def upgrade() -> None:
     op.execute(ROOM)
-    previous = _migration_0029()
+    previous = migration_module("0029_rate_functions_fewer_statements.py")
     op.execute(f"{previous.DEBIT_HEAD}{DEBIT_CHECKED}$$")
 
 
 def downgrade() -> None:
-    previous = _migration_0029()
+    previous = migration_module("0029_rate_functions_fewer_statements.py")
     op.execute(f"{previous.DEBIT_HEAD}{previous.debit_body(grouped_first=True)}$$")
     op.execute("DROP FUNCTION codity_rate_room(uuid, integer, integer)")
