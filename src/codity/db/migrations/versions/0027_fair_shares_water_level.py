@@ -29,74 +29,12 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from codity.db.migrate import migration_module
+
 revision: str = "0027"
 down_revision: str | None = "0026"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-
-#: Migration 0013's body (with migration 0021's setting), restored by the downgrade.
-RANKED_BODY = """
-BEGIN
-  RETURN QUERY
-  WITH queue AS (
-    SELECT u.qid, u.ord, qu.project_id, p.weight,
-           (SELECT count(*)::integer FROM (
-              SELECT 1 FROM (SELECT 1 FROM jobs j
-                             WHERE j.queue_id = u.qid AND j.status = 'queued'
-                               AND j.run_at <= now() AND j.priority > u.cp
-                             ORDER BY j.priority DESC, j.run_at, j.id
-                             LIMIT GREATEST(u.quota, 0)) above
-              UNION ALL
-              SELECT 1 FROM (SELECT 1 FROM jobs j
-                             WHERE j.queue_id = u.qid AND j.status = 'queued'
-                               AND j.run_at <= now() AND j.priority = u.cp
-                               AND (j.run_at, j.id) > (u.cr, u.ci)
-                             ORDER BY j.priority DESC, j.run_at, j.id
-                             LIMIT GREATEST(u.quota, 0)) at_cursor
-              UNION ALL
-              SELECT 1 FROM (SELECT 1 FROM jobs j
-                             WHERE j.queue_id = u.qid AND j.status = 'queued'
-                               AND j.run_at <= now() AND j.priority < u.cp
-                             ORDER BY j.priority DESC, j.run_at, j.id
-                             LIMIT GREATEST(u.quota, 0)) below
-              LIMIT GREATEST(u.quota, 0)) a) AS avail
-    FROM unnest(queue_ids, quotas, cps, crs, cis)
-         WITH ORDINALITY AS u(qid, quota, cp, cr, ci, ord)
-    JOIN queues qu ON qu.id = u.qid
-    JOIN projects p ON p.id = qu.project_id
-  ),
-  busy AS (
-    SELECT q.project_id, count(*)::integer AS n
-    FROM (SELECT j.queue_id FROM jobs j
-          WHERE j.queue_id = ANY(queue_ids) AND j.status IN ('claimed', 'running')) l
-    JOIN queue q ON q.qid = l.queue_id
-    GROUP BY q.project_id
-  ),
-  project AS (
-    SELECT q.project_id, max(q.weight) AS weight, sum(q.avail)::integer AS avail
-    FROM queue q GROUP BY q.project_id
-  ),
-  slot AS (
-    SELECT p.project_id, (COALESCE(b.n, 0) + k)::double precision / p.weight AS score
-    FROM project p
-    LEFT JOIN busy b ON b.project_id = p.project_id
-    CROSS JOIN generate_series(1, LEAST(p.avail, want)) AS k
-  ),
-  taken AS (
-    SELECT t.project_id, count(*)::integer AS n
-    FROM (SELECT s.project_id FROM slot s ORDER BY s.score, random() LIMIT want) t
-    GROUP BY t.project_id
-  ),
-  spread AS (
-    SELECT q.qid, q.ord, q.avail, COALESCE(t.n, 0) AS share,
-           (sum(q.avail) OVER (PARTITION BY q.project_id ORDER BY q.ord) - q.avail)::integer
-             AS before
-    FROM queue q LEFT JOIN taken t ON t.project_id = q.project_id
-  )
-  SELECT s.qid, GREATEST(0, LEAST(s.avail, s.share - s.before))::integer
-  FROM spread s ORDER BY s.ord;
-END
-"""
 
 WATER_LEVEL_BODY = """
 DECLARE
@@ -262,13 +200,15 @@ SET enable_seqscan = off
 AS $$"""
 
 
-def _replace(body: str) -> None:
-    op.execute(f"{HEAD}{body}$$")
+SIGNATURE = "codity_fair_shares(uuid[], integer[], integer, integer[], timestamptz[], bigint[])"
 
 
 def upgrade() -> None:
-    _replace(WATER_LEVEL_BODY)
+    op.execute(f"{HEAD}{WATER_LEVEL_BODY}$$")
 
 
 def downgrade() -> None:
-    _replace(RANKED_BODY)
+    # Migration 0013's function, with migration 0021's setting.
+    op.execute(f"DROP FUNCTION {SIGNATURE}")
+    op.execute(migration_module("0013_flow_claim_functions.py").NEW_FAIR_SHARES)
+    op.execute(f"ALTER FUNCTION {SIGNATURE} SET enable_seqscan = off")

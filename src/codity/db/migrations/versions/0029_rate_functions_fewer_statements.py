@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from codity.db.migrate import migration_module
+
 revision: str = "0029"
 down_revision: str | None = "0028"
 branch_labels: str | Sequence[str] | None = None
@@ -33,6 +35,9 @@ depends_on: str | Sequence[str] | None = None
 
 #: Slots a window counts beyond the current one (migration 0011's RATE_SLOTS).
 RATE_SLOTS = 50
+
+WINDOW_SIGNATURE = "codity_rate_window(uuid, text, integer, integer)"
+DEBIT_SIGNATURE = "codity_rate_debit(uuid[], text[], timestamptz[])"
 
 WINDOW_HEAD = """CREATE OR REPLACE FUNCTION codity_rate_window(
   queue uuid, bucket text, quota integer, period_ms integer
@@ -74,31 +79,6 @@ BEGIN
 END
 """
 
-WINDOW_FOUR_READS = f"""
-DECLARE
-  now_slot bigint;
-  w_slot bigint;
-  w_counts integer[];
-  oldest bigint;
-BEGIN
-  PERFORM 1 FROM queues q WHERE q.id = queue FOR UPDATE;
-  at := clock_timestamp();
-  now_slot := codity_rate_slot(at, period_ms);
-  SELECT w.slot, w.counts INTO w_slot, w_counts
-  FROM queue_rate_windows w WHERE w.queue_id = queue AND w.key = bucket;
-  free := quota - COALESCE(codity_rate_used(w_slot, w_counts, now_slot), 0);
-  SELECT min(w_slot - (u.i - 1)) INTO oldest
-  FROM unnest(w_counts) WITH ORDINALITY AS u(c, i)
-  WHERE u.c > 0 AND w_slot - (u.i - 1) >= now_slot - {RATE_SLOTS};
-  next_in_ms := GREATEST(
-    0,
-    (COALESCE(oldest, now_slot) + {RATE_SLOTS + 1}) * period_ms / {RATE_SLOTS}.0
-      - extract(epoch FROM at) * 1000
-  );
-  RETURN NEXT;
-END
-"""
-
 DEBIT_HEAD = """CREATE OR REPLACE FUNCTION codity_rate_debit(queue_ids uuid[], keys text[], ats timestamptz[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -107,19 +87,12 @@ SET enable_seqscan = off
 AS $$"""
 
 
-def debit_body(grouped_first: bool) -> str:
-    # The claim's starts (one element per job claimed: its queue, concurrency key and admission
-    # time) added to their windows: one per rate-limited queue, or one per key ('' for jobs
-    # without one) with rate_limit_per_key. Called by the claim after its UPDATE, while it
-    # still holds each window's lock (the queue row's, or the key's).
-    source = (
-        """(SELECT u.q, u.k, min(u.at) AS at, count(*)::integer AS n
-          FROM unnest(queue_ids, keys, ats) AS u(q, k, at)
-          GROUP BY u.q, u.k) g"""
-        if grouped_first
-        else "(SELECT u.q, u.k, u.at, 1 AS n FROM unnest(queue_ids, keys, ats) AS u(q, k, at)) g"
-    )
-    return f"""
+#: The claim's starts (one element per job claimed: its queue, concurrency key and admission
+#: time) added to their windows: one per rate-limited queue, or one per key ('' for jobs
+#: without one) with rate_limit_per_key. Called by the claim after its UPDATE, while it still
+#: holds each window's lock (the queue row's, or the key's). Grouped per (queue, key) before
+#: the join with `queues`.
+DEBIT_GROUPED_FIRST = """
 DECLARE
   recorded integer;
 BEGIN
@@ -127,7 +100,9 @@ BEGIN
     SELECT g.q AS queue_id,
            CASE WHEN qu.rate_limit_per_key THEN COALESCE(g.k, '') ELSE '' END AS key,
            min(g.at) AS at, sum(g.n)::integer AS n, max(qu.rate_limit_period_ms) AS period_ms
-    FROM {source}
+    FROM (SELECT u.q, u.k, min(u.at) AS at, count(*)::integer AS n
+          FROM unnest(queue_ids, keys, ats) AS u(q, k, at)
+          GROUP BY u.q, u.k) g
     JOIN queues qu ON qu.id = g.q
     WHERE qu.rate_limit_count IS NOT NULL
     GROUP BY 1, 2
@@ -151,9 +126,15 @@ END
 
 def upgrade() -> None:
     op.execute(f"{WINDOW_HEAD}{WINDOW_ONE_READ}$$")
-    op.execute(f"{DEBIT_HEAD}{debit_body(grouped_first=True)}$$")
+    op.execute(f"{DEBIT_HEAD}{DEBIT_GROUPED_FIRST}$$")
 
 
 def downgrade() -> None:
-    op.execute(f"{WINDOW_HEAD}{WINDOW_FOUR_READS}$$")
-    op.execute(f"{DEBIT_HEAD}{debit_body(grouped_first=False)}$$")
+    # Migration 0011's window read and migration 0013's debit, with migration 0021's setting.
+    for signature, definition in (
+        (WINDOW_SIGNATURE, migration_module("0011_flow_control.py").RATE_WINDOW),
+        (DEBIT_SIGNATURE, migration_module("0013_flow_claim_functions.py").RATE_DEBIT),
+    ):
+        op.execute(f"DROP FUNCTION {signature}")
+        op.execute(definition)
+        op.execute(f"ALTER FUNCTION {signature} SET enable_seqscan = off")

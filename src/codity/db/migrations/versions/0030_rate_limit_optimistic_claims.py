@@ -113,5 +113,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     previous = migration_module("0029_rate_functions_fewer_statements.py")
-    op.execute(f"{previous.DEBIT_HEAD}{previous.debit_body(grouped_first=True)}$$")
+    op.execute(f"{previous.DEBIT_HEAD}{previous.DEBIT_GROUPED_FIRST}$$")
     op.execute("DROP FUNCTION codity_rate_room(uuid, integer, integer)")
