@@ -123,6 +123,44 @@ async def test_a_full_key_does_not_hold_back_the_other_keys(db: asyncpg.Connecti
     assert second == {c.id for c in cold[3:]} | {p.id for p in plain}
 
 
+async def _a_key_with_room_for_one_of_two_scanned(db: asyncpg.Connection[Any]) -> int:
+    """Key `a` has 1 of its 2 leased; the queue's front is a, a, b. A claim of 3 scans all
+    three: `a` has room for one of its two. Returns how many jobs of `a` are then leased."""
+    queue_id = await make_queue(db, key_concurrency_limit=KEY_LIMIT)
+    await enqueue_many(db, queue_id, [NewJob("h", concurrency_key="a")])
+    assert len(await claim(db, await new_worker(db), [queue_id], 1, 30_000)) == 1
+    await enqueue_many(db, queue_id, [NewJob("h", concurrency_key=k) for k in ("a", "a", "b")])
+    second = await claim(db, await new_worker(db), [queue_id], 3, 30_000)
+    assert len(second) >= 2  # the first `a` and `b`
+    leased: int = await db.fetchval(
+        "SELECT count(*) FROM jobs WHERE queue_id = $1 AND concurrency_key = 'a' "
+        "AND status IN ('claimed', 'running')",
+        queue_id,
+    )
+    return leased
+
+
+async def test_a_key_with_room_for_fewer_jobs_than_the_round_scanned_takes_only_its_room(
+    db: asyncpg.Connection[Any],
+) -> None:
+    """The first round takes every scanned job at once only when each key has room for all of
+    its scanned jobs (codity_keyed_candidates' `all_fit`, migration 0031); here `a` has not,
+    and the take step gives it one."""
+    assert await _a_key_with_room_for_one_of_two_scanned(db) == KEY_LIMIT
+
+
+async def test_break_it_all_fit_without_the_scanned_counts_exceeds_the_limit(
+    db: asyncpg.Connection[Any],
+) -> None:
+    """A key that "fits" when it has room for one job, whatever the round scanned of it."""
+    await _rewrite_function(
+        db,
+        "codity_keyed_candidates",
+        lambda d: d.replace("bool_and(r.n >= r.scanned)", "bool_and(r.n >= 1)"),
+    )
+    assert await _a_key_with_room_for_one_of_two_scanned(db) > KEY_LIMIT
+
+
 async def test_break_it_without_the_key_step_the_limit_is_exceeded(
     race_pool: asyncpg.Pool[Any],
 ) -> None:
@@ -137,7 +175,7 @@ async def test_break_it_without_the_key_step_the_limit_is_exceeded(
 
 
 async def _rewrite_function(
-    conn: asyncpg.Pool[Any], name: str, rewrite: Callable[[str], str]
+    conn: asyncpg.Pool[Any] | asyncpg.Connection[Any], name: str, rewrite: Callable[[str], str]
 ) -> None:
     """Replace a function of this test's own database with a rewritten copy."""
     definition = await conn.fetchval(
@@ -175,7 +213,7 @@ async def test_break_it_counting_in_the_statement_that_takes_the_locks_exceeds_t
 
     def lock_and_count_at_once(d: str) -> str:
         locks = d[d.index("    -- step: lock keys") : d.index("    -- step: room")]
-        room = d[d.index("    -- step: room") : d.index("    -- step: take")]
+        room = d[d.index("    -- step: room") : d.index("    -- step: all fit")]
         one_statement = """    -- step: lock and count in one statement (broken on purpose)
     WITH keys AS (
       SELECT DISTINCT u.k FROM unnest(scan_keys) AS u(k), (SELECT pg_sleep(0.003)) AS z

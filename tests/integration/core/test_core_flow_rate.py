@@ -330,8 +330,8 @@ async def test_break_it_per_key_without_the_key_locks_a_key_exceeds_its_limit(
                 "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || u.k))",
                 "true",
             ),
-            "    -- step: take",
-            "    PERFORM pg_sleep(0.02);\n    -- step: take",
+            "    -- step: all fit",
+            "    PERFORM pg_sleep(0.02);\n    -- step: all fit",
         ),
     )
     queue_id = await _per_key_queue(race_pool)
