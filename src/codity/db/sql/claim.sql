@@ -186,7 +186,8 @@ FROM served s,
 --   snapshot after the lock, full keys passed over;
 --   the plain branch gets LIMIT 0 for it, and the keyed branch is skipped for every other queue;
 -- * the starts actually claimed are added to their rate windows (codity_rate_debit, one upsert
---   per window, under the queue's lock or the key's) by the report row, after the UPDATE;
+--   per window, under the queue's lock or the key's) by the report row, after the UPDATE; the
+--   claim groups them per window and hands the debit one row each (migration 0032);
 -- * one more row with id NULL when a queue has flow control (flow_queues = how many) or is
 --   short of starts (retry_in_ms = when its next start frees up: the producer wakes then
 --   instead of at its poll interval), or the claim is fair (drained, as in claim_jobs).
@@ -373,9 +374,17 @@ UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT min(r.next_in_ms) FROM rated r WHERE r.free < $4::integer), f.n,
        CASE WHEN f.rated > 0
-            THEN (SELECT codity_rate_debit(array_agg(c.queue_id), array_agg(c.concurrency_key),
-                                           array_agg(c.claimed_at))
-                  FROM claimed c)
+            THEN (SELECT codity_rate_debit(array_agg(g.queue_id), array_agg(g.key), array_agg(g.at),
+                                           array_agg(g.n))
+                  -- one row per window: the queue's, or the key's ('' without one) when the
+                  -- limit is per key; its earliest admission time and how many starts
+                  FROM (SELECT c.queue_id,
+                               CASE WHEN s.rate_limit_per_key
+                                    THEN COALESCE(c.concurrency_key, '') ELSE '' END AS key,
+                               min(c.claimed_at) AS at, count(*)::integer AS n
+                        FROM claimed c
+                        JOIN settings s ON s.id = c.queue_id AND s.rate_limit_count IS NOT NULL
+                        GROUP BY 1, 2) g)
        END,
        f.n = 0
          AND (SELECT count(*) FROM claimed) < $4::integer
