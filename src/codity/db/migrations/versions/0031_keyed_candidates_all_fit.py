@@ -20,8 +20,8 @@ nothing when every key has room for all the jobs of it the round scanned.
   ranges of claim order, appended one after the other) instead of each sorting the rows again:
   0.4M a claim.
 
-Together: 5.5M -> 3.4M a claim (bench/server_instructions.py's method; the script is in the
-closing note of issue 9). The function's results are unchanged; tests/integration/core/
+Together: 5.5M -> 3.4M a claim (`.venv/bin/python bench/flow_instructions.py --only F,K`, K's
+count less F's). The function's results are unchanged; tests/integration/core/
 test_core_flow_keys.py holds them, with a twin that lets a key "fit" whatever it scanned.
 """
 
