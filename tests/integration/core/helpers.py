@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -29,3 +30,22 @@ async def executions(db: asyncpg.Connection[Any], job_id: int) -> list[asyncpg.R
 
 async def new_worker(db: asyncpg.Connection[Any]) -> uuid.UUID:
     return await make_worker(db, hostname="h")
+
+
+async def rewrite_function(
+    conn: asyncpg.Pool[Any] | asyncpg.Connection[Any], name: str, rewrite: Callable[[str], str]
+) -> None:
+    """Replace a function of this test's own database with a rewritten copy (a break-it twin)."""
+    definition = await conn.fetchval(
+        "SELECT pg_get_functiondef(oid) FROM pg_proc WHERE proname = $1", name
+    )
+    broken = rewrite(definition)
+    assert broken != definition
+    await conn.execute(broken)
+
+
+def replaced(text: str, old: str, new: str) -> str:
+    """`text` with `old` (which must be there, once) replaced: a broken copy that did not
+    break anything would pass its twin for the wrong reason."""
+    assert text.count(old) == 1, f"not found once: {old!r}"
+    return text.replace(old, new)

@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 import pytest
 from tests.factories import make_queue
-from tests.integration.core.helpers import new_worker
+from tests.integration.core.helpers import new_worker, replaced, rewrite_function
 
 from codity.core import ClaimedJob, Completion, NewJob, claim, complete, enqueue_many, mark_running
 from codity.core.claim import _job
@@ -153,10 +153,10 @@ async def test_break_it_all_fit_without_the_scanned_counts_exceeds_the_limit(
     db: asyncpg.Connection[Any],
 ) -> None:
     """A key that "fits" when it has room for one job, whatever the round scanned of it."""
-    await _rewrite_function(
+    await rewrite_function(
         db,
         "codity_keyed_candidates",
-        lambda d: d.replace("bool_and(r.n >= r.scanned)", "bool_and(r.n >= 1)"),
+        lambda d: replaced(d, "bool_and(r.n >= r.scanned)", "bool_and(r.n >= 1)"),
     )
     assert await _a_key_with_room_for_one_of_two_scanned(db) > KEY_LIMIT
 
@@ -174,28 +174,16 @@ async def test_break_it_without_the_key_step_the_limit_is_exceeded(
     assert most > KEY_LIMIT
 
 
-async def _rewrite_function(
-    conn: asyncpg.Pool[Any] | asyncpg.Connection[Any], name: str, rewrite: Callable[[str], str]
-) -> None:
-    """Replace a function of this test's own database with a rewritten copy."""
-    definition = await conn.fetchval(
-        "SELECT pg_get_functiondef(oid) FROM pg_proc WHERE proname = $1", name
-    )
-    broken = rewrite(definition)
-    assert broken != definition
-    await conn.execute(broken)
-
-
 async def test_break_it_without_the_key_locks_the_limit_is_exceeded(
     race_pool: asyncpg.Pool[Any],
 ) -> None:
     """Every key lock "granted" without being taken: claimers of one key no longer take
     turns, so each counts before the others commit."""
-    await _rewrite_function(
+    await rewrite_function(
         race_pool,
         "codity_keyed_candidates",
-        lambda d: d.replace(
-            "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || u.k))", "true"
+        lambda d: replaced(
+            d, "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || u.k))", "true"
         ),
     )
     most = await _key_race(race_pool, _core_claim, rounds=10)
@@ -241,9 +229,8 @@ async def test_break_it_counting_in_the_statement_that_takes_the_locks_exceeds_t
     FROM locked l LEFT JOIN leased c ON c.k = l.k;
     passed := passed || refused;
 """
-        assert d.count(locks + room) == 1
-        return d.replace(locks + room, one_statement)
+        return replaced(d, locks + room, one_statement)
 
-    await _rewrite_function(race_pool, "codity_keyed_candidates", lock_and_count_at_once)
+    await rewrite_function(race_pool, "codity_keyed_candidates", lock_and_count_at_once)
     most = await _key_race(race_pool, _core_claim, rounds=10)
     assert most > KEY_LIMIT

@@ -20,7 +20,7 @@ import sys
 import time
 import uuid
 from bisect import bisect_left
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +29,7 @@ from typing import Any
 import asyncpg
 import pytest
 from tests.factories import make_queue
-from tests.integration.core.helpers import new_worker
+from tests.integration.core.helpers import new_worker, replaced, rewrite_function
 
 from codity.core import Claimer, Completion, NewJob, claim_round, complete, enqueue_many
 from codity.db.pool import create_pool
@@ -242,33 +242,15 @@ async def test_a_per_key_limit_gives_each_key_its_own_window(
     assert (await claim_round(db, worker, [queue_id], 100, 30_000)).jobs == []
 
 
-async def _rewrite_function(
-    pool: asyncpg.Pool[Any] | asyncpg.Connection[Any], name: str, rewrite: Callable[[str], str]
-) -> None:
-    definition = await pool.fetchval(
-        "SELECT pg_get_functiondef(oid) FROM pg_proc WHERE proname = $1", name
-    )
-    broken = rewrite(definition)
-    assert broken != definition
-    await pool.execute(broken)
-
-
-def _replaced(text: str, old: str, new: str) -> str:
-    """`text` with `old` (which must be there, once) replaced: a broken copy that did not
-    break anything would pass its twin for the wrong reason."""
-    assert text.count(old) == 1, f"not found once: {old!r}"
-    return text.replace(old, new)
-
-
 async def _without_the_debit_check(pool: asyncpg.Pool[Any], sleep_s: float = 0.0) -> None:
     """The debit's check made to pass whatever the window holds (migration 0030): the layer
     that keeps a claim without the queue's lock exact, and that would also catch what the
     twins below break (a claim whose window went over is rolled back and made again). With
     `sleep_s`, each claim holds its starts that long before it commits."""
-    await _rewrite_function(
+    await rewrite_function(
         pool,
         "codity_rate_debit",
-        lambda d: _replaced(d, "IF over THEN", f"PERFORM pg_sleep({sleep_s});\n  IF false THEN"),
+        lambda d: replaced(d, "IF over THEN", f"PERFORM pg_sleep({sleep_s});\n  IF false THEN"),
     )
 
 
@@ -277,10 +259,10 @@ async def test_break_it_without_recording_the_starts_the_limit_is_exceeded(
 ) -> None:
     """The debit step made to record nothing: every claim sees a full window."""
     queue_id = await _limited_queue(race_pool)
-    await _rewrite_function(
+    await rewrite_function(
         race_pool,
         "codity_rate_debit",
-        lambda d: _replaced(d, "WHERE qu.rate_limit_count IS NOT NULL", "WHERE false"),
+        lambda d: replaced(d, "WHERE qu.rate_limit_count IS NOT NULL", "WHERE false"),
     )
     starts = await _rate_race(race_pool, queue_id, run_s=1.0)
     print(f"broken: most in a window: {most_by_claimed_at(starts)}, {most_by_own_clock(starts)}")
@@ -294,15 +276,15 @@ async def test_break_it_reading_the_window_before_the_lock_exceeds_the_limit(
     starts: two of them spend the same free starts."""
     lock = "PERFORM 1 FROM queues q WHERE q.id = queue FOR UPDATE;"
     read = "WHERE w.queue_id = queue AND w.key = bucket;"  # the end of the window read
-    await _rewrite_function(
+    await rewrite_function(
         race_pool,
         "codity_rate_window",
-        lambda d: _replaced(
-            _replaced(d, lock, ""), read, f"{read}\n  {lock}\n  PERFORM pg_sleep(0.02);"
+        lambda d: replaced(
+            replaced(d, lock, ""), read, f"{read}\n  {lock}\n  PERFORM pg_sleep(0.02);"
         ),
     )
     await _without_the_debit_check(race_pool)
-    unlocked = _replaced(sql("claim_jobs_flow"), "FOR UPDATE OF q", "")
+    unlocked = replaced(sql("claim_jobs_flow"), "FOR UPDATE OF q", "")
 
     def statements(name: str) -> str:
         return unlocked if name == "claim_jobs_flow" else sql(name)
@@ -321,11 +303,11 @@ async def test_break_it_per_key_without_the_key_locks_a_key_exceeds_its_limit(
     so each reads the key's window before the others record their starts (the twin holds the
     room it read for 20 ms, so the overlap happens every run)."""
     await _without_the_debit_check(race_pool)
-    await _rewrite_function(
+    await rewrite_function(
         race_pool,
         "codity_keyed_candidates",
-        lambda d: _replaced(
-            _replaced(
+        lambda d: replaced(
+            replaced(
                 d,
                 "pg_try_advisory_xact_lock(1668244586, hashtext(queue::text || '/' || u.k))",
                 "true",
@@ -449,10 +431,10 @@ async def _slow_claim_between_two(pool: asyncpg.Pool[Any]) -> tuple[list[Start],
 async def test_a_per_key_start_is_stamped_after_its_key_lock_and_a_slow_claim_does_not_overrun(
     race_pool: asyncpg.Pool[Any],
 ) -> None:
-    await _rewrite_function(
+    await rewrite_function(
         race_pool,
         "codity_keyed_candidates",
-        lambda d: _replaced(d, "    -- step: lock keys", _PAUSE),
+        lambda d: replaced(d, "    -- step: lock keys", _PAUSE),
     )
     starts, slow_sent, slow_back = await _slow_claim_between_two(race_pool)
     slow = [s for s in starts if slow_sent <= s.seen_at <= slow_back]
@@ -472,11 +454,11 @@ async def test_break_it_a_per_key_start_stamped_before_its_key_lock_lets_the_nex
     before migration 0016): the slow claim dates its 9 starts at t0 + 0.01, so they leave the
     window at t0 + 1.01 although they were made at t0 + 0.8, and the last claim starts 10 more.
     The mechanism's own record (claimed_at) shows nothing wrong; the test's clock does."""
-    await _rewrite_function(
+    await rewrite_function(
         race_pool,
         "codity_keyed_candidates",
-        lambda d: _replaced(
-            _replaced(d, "    -- step: lock keys", _PAUSE),
+        lambda d: replaced(
+            replaced(d, "    -- step: lock keys", _PAUSE),
             "lock_at := clock_timestamp();",
             "lock_at := statement_timestamp();",
         ),
