@@ -6,10 +6,10 @@ Usage: .venv/bin/python bench/flow_instructions.py [--claims N] [--only P,F,K,R,
 the machine's other load move every run by more than a step of the claim costs. This counts
 the instructions a PostgreSQL backend executes for one claim of 100 (the drain's claim size),
 on a cluster under `valgrind --tool=callgrind` (bench/server_instructions.py's), in a state
-like the drain's: 4,000 queued jobs a queue with 1,000 concurrency keys among them, each claim
+like the drain's: 5,000 queued jobs a queue with 1,000 concurrency keys among them, each claim
 committed, the previous claim's jobs completed before the next one, and the claimer's cursors
-kept. One connection per case makes N claims after 5 of warm-up (plans made), minus a
-connection that made only the warm-up:
+kept. One connection per case makes N claims after 10 of warm-up (plans made), minus a
+connection that made only the warm-up (server_instructions.py's `_count`):
 
 - P: `claim_jobs`, a plain queue (the drain with every mechanism off);
 - F: `claim_jobs_flow` on a plain queue (the flow statement's own steps);
@@ -34,17 +34,15 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.server_instructions import _instructions, _wait_ready, callgrind_cluster
+from bench.server_instructions import _count, _wait_ready, callgrind_cluster
 from codity import VERSION, core
 from codity.db import migrate
 from codity.db.pool import connect
 from codity.db.queries import sql
-from codity.worker.connection import GENERIC_PLAN_SETTINGS
 
-JOBS = 4000
+JOBS = 5000  # enough for both connections' warm-up and the claims measured
 KEYS = 1000
 CLAIM = 100
-WARM_UP = 5
 CASES = ("P", "F", "K", "R", "S")
 
 
@@ -56,7 +54,7 @@ class Drainer:
         self.cursors: dict[Any, tuple[int, Any, int]] = {}
         self.previous: list[int] = []
 
-    async def claim(self, conn: Any) -> None:
+    async def claim(self, conn: Any, _i: int = 0) -> None:
         ids = self.queue_ids
         at = [[self.cursors.get(q, (None, None, None))[i] for q in ids] for i in range(3)]
         if self.case == "P":
@@ -138,16 +136,7 @@ async def measure(
     per_claim: dict[str, float] = {}
     for case in cases:
         drainer = Drainer(setup, worker, case, queues[case])
-        totals = []
-        for measured in (0, claims):
-            conn = await connect(db, application_name="codity-cg")
-            await conn.execute(GENERIC_PLAN_SETTINGS)
-            pid = await conn.fetchval("SELECT pg_backend_pid()")
-            for _ in range(WARM_UP + measured):
-                await drainer.claim(conn)
-            await conn.close()
-            totals.append(_instructions(dumps, pid))
-        per_claim[case] = (totals[1] - totals[0]) / claims
+        per_claim[case] = await _count(db, dumps, drainer.claim, drainer.claim, claims)
         beside = f"   {per_claim[case] / per_claim['P']:.3f}x P" if "P" in per_claim else ""
         print(f"  {case}: {per_claim[case] / 1e6:6.2f}M instructions a claim of {CLAIM}{beside}")
     await setup.close()
