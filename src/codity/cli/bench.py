@@ -106,13 +106,26 @@ def _throughput_rows(
 ) -> list[list[str]]:
     ours: list[float] = []
     theirs: list[float] = []
+    our_cpu: list[Any] = []
+    their_cpu: list[Any] = []
     for i in range(runs):
         result = run(_b().throughput(server, jobs, workers, capacity))
         ours.append(result.jobs_per_s)
+        if result.cpu is not None:
+            our_cpu.append(result.cpu)
         console.print(f"  run {i + 1}: codity {result.jobs_per_s:,.0f} jobs/s", highlight=False)
         if peer:
             peer_result = _run_peer("peer_pgqueuer.py", server, jobs, workers, capacity)
             theirs.append(float(peer_result["jobs_per_s"]))
+            if "busy_s" in peer_result:
+                their_cpu.append(
+                    _b().CpuUse(
+                        float(peer_result["seconds"]),
+                        int(peer_result["jobs"]),
+                        float(peer_result["busy_s"]),
+                        float(peer_result["workers_s"]),
+                    )
+                )
             console.print(f"  run {i + 1}: pgqueuer {theirs[-1]:,.0f} jobs/s", highlight=False)
     row = [
         f"throughput ({jobs:,} no-op jobs, {workers} workers × {capacity})",
@@ -123,7 +136,30 @@ def _throughput_rows(
             f"{_b().median(theirs):,.0f} jobs/s (min {min(theirs):,.0f}, max {max(theirs):,.0f})",
             _ratio(_b().median(ours), _b().median(theirs)),
         ]
-    return [row]
+    rows = [row]
+    if our_cpu and (their_cpu or not peer):
+        cpu_row = [
+            "CPU per job in that drain: PostgreSQL + workers (cores busy)",
+            _cpu_per_job(our_cpu),
+        ]
+        if peer:
+            cpu_row += [_cpu_per_job(their_cpu), _ratio(_cpu_total(their_cpu), _cpu_total(our_cpu))]
+        rows.append(cpu_row)
+    return rows
+
+
+def _cpu_total(cpus: list[Any]) -> float:
+    """The median of the runs' CPU per job, PostgreSQL and workers together (µs)."""
+    return float(_b().median([c.server_us_per_job + c.workers_us_per_job for c in cpus]))
+
+
+def _cpu_per_job(cpus: list[Any]) -> str:
+    median = _b().median
+    return (
+        f"{median([c.server_us_per_job for c in cpus]):.0f} + "
+        f"{median([c.workers_us_per_job for c in cpus]):.0f} µs "
+        f"({median([c.busy_cores for c in cpus]):.2f} cores)"
+    )
 
 
 def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -> list[list[str]]:
@@ -190,26 +226,63 @@ def _spread(values: list[float], unit: str = "jobs/s") -> str:
     return f"{median:,.0f} {unit} (min {min(values):,.0f}, max {max(values):,.0f})"
 
 
+PROCESSES_COLUMNS = [
+    "drain",
+    "codity (median)",
+    "vs the first processes row",
+    f"cores busy (of {os.cpu_count()})",
+    "CPU per job: PostgreSQL + workers",
+    "every core busy at that cost",
+]
+
+
+def _cpu_cells(cpus: list[Any]) -> list[str]:
+    """The median CPU figures of a drain's runs (`benchmarks.CpuUse`), or n/a without them."""
+    if not cpus:
+        return ["n/a", "n/a", "n/a"]
+    cores = os.cpu_count() or 1
+    median = _b().median
+    server = median([c.server_us_per_job for c in cpus])
+    workers = median([c.workers_us_per_job for c in cpus])
+    return [
+        f"{median([c.busy_cores for c in cpus]):.2f}",
+        f"{server:.0f} + {workers:.0f} µs",
+        f"{median([c.bound_jobs_per_s(cores) for c in cpus]):,.0f} jobs/s",
+    ]
+
+
 def _processes_rows(
-    server: str, jobs: int, processes: list[int], capacity: int, runs: int
+    server: str, jobs: int, processes: list[int], capacity: int, runs: int, workers: int = 2
 ) -> list[list[str]]:
-    """Throughput with 1, 2, 4... worker processes (separate OS processes), alternating."""
-    results: dict[int, list[float]] = {n: [] for n in processes}
+    """Throughput with 1, 2, 4... worker processes (separate OS processes), alternating, and
+    the in-process drain of the peer row (`workers` × `capacity` in this process), each with
+    where its CPU went: whether one process already keeps every core busy decides how much
+    more processes can add on this machine."""
+    in_process = f"{workers} workers × capacity {capacity} in one process (the peer row's drain)"
+    labels = [in_process] + [
+        f"{n} worker process{'es' if n > 1 else ''} × capacity {capacity}" for n in processes
+    ]
+    results: dict[str, list[float]] = {label: [] for label in labels}
+    cpus: dict[str, list[Any]] = {label: [] for label in labels}
     for i in range(runs):
-        for n in processes:
-            r = run(_b().throughput_processes(server, jobs, n, capacity))
-            results[n].append(r.jobs_per_s)
-            console.print(
-                f"  run {i + 1}: {n} process(es) {results[n][-1]:,.0f} jobs/s", highlight=False
-            )
-    base = _b().median(results[processes[0]])
+        for label, n in zip(labels, [0, *processes], strict=True):
+            if n:
+                r = run(_b().throughput_processes(server, jobs, n, capacity))
+            else:
+                r = run(_b().throughput(server, jobs, workers, capacity))
+            results[label].append(r.jobs_per_s)
+            if r.cpu is not None:
+                cpus[label].append(r.cpu)
+            console.print(f"  run {i + 1}: {label} {r.jobs_per_s:,.0f} jobs/s", highlight=False)
+    base = _b().median(results[labels[1]])
     return [
         [
-            f"{n} worker process{'es' if n > 1 else ''} × capacity {capacity} ({jobs:,} jobs)",
-            _spread(results[n]),
-            f"{_b().median(results[n]) / base:.2f}×",
+            f"{label} ({jobs:,} jobs)",
+            _spread(results[label]),
+            f"{_b().median(results[label]) / base:.2f}×",
+            *_cpu_cells(cpus[label]),
         ]
-        for n in processes
+        for label in labels
     ]
 
 
@@ -555,8 +628,8 @@ def throughput_command(
     """Drain N pre-enqueued no-op jobs with W in-process workers (or N worker processes)."""
     with _server(dsn) as server:
         if processes:
-            rows = _processes_rows(server, jobs, sorted(set(processes)), capacity, runs)
-            _show_table(["worker processes", "codity (median)", "vs the first"], rows)
+            rows = _processes_rows(server, jobs, sorted(set(processes)), capacity, runs, workers)
+            _show_table(PROCESSES_COLUMNS, rows)
             return
         _show(_throughput_rows(server, jobs, workers, capacity, runs, peer), peer)
 
@@ -861,7 +934,7 @@ def report_command(
             Section(
                 "Worker processes",
                 f"codity bench throughput --processes 1 --processes 2 --processes 4 --runs {runs}",
-                ["worker processes", "codity (median)", "vs one process"],
+                PROCESSES_COLUMNS,
                 _processes_rows(server, 20_000, [1, 2, 4], 100, runs),
                 PROCESSES_NOTES,
             ),
@@ -966,6 +1039,11 @@ THROUGHPUT_NOTES = [
     "  which stops when its last handler is called. The benchmark's process takes the garbage",
     "  collector settings `codity worker` runs with (`codity.worker.gc_tuning`: start-up objects",
     "  frozen, young collections every 10,000 allocations); the peer runs with Python's defaults.",
+    "- **CPU per job in that drain**: over the same window on both sides (the peer's script reads",
+    "  the same counters), the machine's busy CPU time (/proc/stat) less the workers' process's own",
+    "  (PostgreSQL, and anything else the machine ran), then the workers' process's own, per job;",
+    "  in brackets, the cores busy. The ratio is the peer's CPU per job ÷ ours (above 1: ours",
+    "  costs less).",
     "- **latency**: one idle worker; jobs enqueued one at a time at a fixed rate (paced by the",
     "  schedule, both sides; each side enqueues on one connection it holds, as the peer's script",
     "  does); the handler records `now - enqueue time`. The worker wakes on NOTIFY.",
@@ -975,7 +1053,15 @@ THROUGHPUT_NOTES = [
 PROCESSES_NOTES = [
     "Separate `codity worker` processes (capacity 100 each) drain 20,000 pre-enqueued no-op jobs;",
     "the queue is paused while they start, and the clock runs from the resume until every job is",
-    "completed. PostgreSQL shares the same 2 cores.",
+    "completed. PostgreSQL shares the same cores. The first row is the peer row's drain (2",
+    "workers × 100 in one process), run in the same rotation.",
+    "- **cores busy**: the machine's busy CPU time over the timed window (/proc/stat: every",
+    "  process, so anything else the machine ran meanwhile too) ÷ the window.",
+    "- **CPU per job**: the worker processes' own CPU time (/proc/PID/stat; the benchmark's process",
+    "  for the first row) per job, and the rest of the machine's busy time per job: PostgreSQL's",
+    "  backends, autovacuum and the WAL writer, and the benchmark's polling (small).",
+    "- **every core busy at that cost**: the cores ÷ the CPU per job, the drain's ceiling on this",
+    "  machine at its CPU cost: more worker processes can add at most the idle part.",
 ]
 ENGINE_NOTES = [
     "- **engine**: `core.claim` + `core.complete` in 4 loops (a connection each), batch 100, no",

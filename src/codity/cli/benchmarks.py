@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +45,40 @@ BENCH_QUEUE = "bench"
 
 
 @dataclass(frozen=True)
+class CpuUse:
+    """Where a drain's CPU went, over its timed window: the whole machine's busy time (from
+    /proc/stat: every core, every process, anything else the machine ran meanwhile included)
+    and the worker processes' own share of it. The rest is PostgreSQL's (its backends,
+    autovacuum, the walwriter) and the benchmark's polling, which is small."""
+
+    seconds: float
+    jobs: int
+    busy_s: float
+    workers_s: float
+
+    @property
+    def busy_cores(self) -> float:
+        return self.busy_s / self.seconds
+
+    @property
+    def server_us_per_job(self) -> float:
+        return (self.busy_s - self.workers_s) / self.jobs * 1e6
+
+    @property
+    def workers_us_per_job(self) -> float:
+        return self.workers_s / self.jobs * 1e6
+
+    def bound_jobs_per_s(self, cores: int) -> float:
+        """The drain rate if every core were busy at this CPU cost per job."""
+        return cores * self.jobs / self.busy_s
+
+
+@dataclass(frozen=True)
 class Throughput:
     jobs: int
     seconds: float
+    #: None where /proc/stat cannot be read (not Linux), or for strategies that do not measure.
+    cpu: CpuUse | None = None
 
     @property
     def jobs_per_s(self) -> float:
@@ -192,6 +223,8 @@ async def throughput(
             await _fill(pool, queue_id, jobs, "noop")
             stop = asyncio.Event()
             tune_for_worker()  # the settings `codity worker` runs with (worker.gc_tuning)
+            meter = CpuMeter(_own_cpu_s)  # the workers run in this process
+            meter.start()
             started = time.perf_counter()
             tasks = [
                 asyncio.create_task(Worker(_worker_config(url, capacity), registry).run(stop))
@@ -202,9 +235,10 @@ async def throughput(
             while await _completed(pool, history) < jobs:  # noqa: ASYNC110 - polling the database, not an in-process flag
                 await asyncio.sleep(0.005)
             elapsed = time.perf_counter() - started
+            cpu = meter.stop(jobs)
             stop.set()
             await asyncio.gather(*tasks)
-            return Throughput(jobs=jobs, seconds=elapsed)
+            return Throughput(jobs=jobs, seconds=elapsed, cpu=cpu)
         finally:
             await pool.close()
 
@@ -322,6 +356,38 @@ def _process_cpu_s(pid: int) -> float | None:
 def _own_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def machine_busy_s() -> float | None:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but
+    idle and iowait); None where there is no /proc/stat."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """Machine busy time and the workers' CPU between `start()` and `stop()`."""
+
+    def __init__(self, workers_cpu_s: Callable[[], float | None]) -> None:
+        #: The worker processes' CPU seconds so far.
+        self._workers_cpu_s = workers_cpu_s
+        self._busy0: float | None = None
+        self._workers0: float | None = None
+        self._started = 0.0
+
+    def start(self) -> None:
+        self._busy0, self._workers0 = machine_busy_s(), self._workers_cpu_s()
+        self._started = time.perf_counter()
+
+    def stop(self, jobs: int) -> CpuUse | None:
+        seconds = time.perf_counter() - self._started
+        busy, workers = machine_busy_s(), self._workers_cpu_s()
+        if busy is None or workers is None or self._busy0 is None or self._workers0 is None:
+            return None
+        return CpuUse(seconds, jobs, busy - self._busy0, workers - self._workers0)
 
 
 async def enqueue_rate(server_url: str, jobs: int) -> EnqueueRate:
@@ -449,12 +515,25 @@ async def throughput_processes(
                 return n >= processes
 
             await _wait_for(all_listening, 60, f"{processes} worker processes")
+
+            def workers_cpu_s() -> float | None:
+                total = 0.0
+                for proc in procs:
+                    cpu = _process_cpu_s(proc.pid)
+                    if cpu is None:
+                        return None
+                    total += cpu
+                return total
+
+            meter = CpuMeter(workers_cpu_s)
+            meter.start()
             started = time.perf_counter()
             await core.resume_queue(pool, project_id, queue_id)
             await pool.execute("SELECT pg_notify('codity_jobs', $1::text)", str(queue_id))
             while await _completed(pool) < jobs:  # noqa: ASYNC110 - polling the database
                 await asyncio.sleep(0.01)
-            return Throughput(jobs=jobs, seconds=time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            return Throughput(jobs=jobs, seconds=elapsed, cpu=meter.stop(jobs))
         finally:
             for proc in procs:
                 if proc.returncode is None:
