@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 from sqlalchemy import CheckConstraint, UniqueConstraint
+from sqlalchemy.dialects.postgresql import DOMAIN
 from tests.factories import (
     make_dead_letter,
     make_execution,
@@ -80,6 +81,74 @@ async def test_other_payload_columns_are_capped_too(db: Conn, table: str) -> Non
     with pytest.raises(asyncpg.CheckViolationError) as caught:
         await insert()
     assert caught.value.constraint_name == f"ck_{table}_payload_size"
+
+
+async def test_writing_a_payload_over_the_cap_is_refused(db: Conn) -> None:
+    queue_id = await make_queue(db)
+    job_id = await _job(db, queue_id, payload={"small": True})
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await db.execute(
+            "UPDATE jobs SET payload = $2 WHERE id = $1",
+            job_id,
+            _payload_of_size(MAX_PAYLOAD_BYTES + 1),
+        )
+    assert caught.value.constraint_name == "ck_jobs_payload_size"
+    assert await db.fetchval("SELECT payload FROM jobs WHERE id = $1", job_id) == {"small": True}
+
+
+#: A 100-byte payload, and a cap of 20 bytes added without checking the rows already stored:
+#: what a status change re-checks then shows.
+_STORED = {"blob": "x" * 88}
+_TIGHT_CAP = "CHECK (octet_length({}::text) <= 20) NOT VALID"
+
+
+async def _run_through_a_claim_and_a_completion(db: Conn, job_id: int) -> None:
+    worker_id = await make_worker(db)
+    await db.execute(
+        """UPDATE jobs SET status = 'claimed', worker_id = $2, claimed_at = now(),
+                  lock_expires_at = now() + interval '1 minute', attempt = attempt + 1,
+                  execution_seq = execution_seq + 1
+           WHERE id = $1""",
+        job_id,
+        worker_id,
+    )
+    await db.execute(
+        """UPDATE jobs SET status = 'completed', finished_at = now(), lock_expires_at = NULL
+           WHERE id = $1""",
+        job_id,
+    )
+
+
+async def test_a_status_change_does_not_check_the_payload_again(db: Conn) -> None:
+    """The payload cap is a domain's check (migration 0033): it runs where a statement writes the
+    payload, not on every transition of the row, which re-printed the whole payload as JSON text
+    for every claim and completion. With the cap tightened below a payload already stored, the
+    job still goes through claimed and completed; writing a payload is still checked."""
+    queue_id = await make_queue(db)
+    job_id = await _job(db, queue_id, payload=_STORED)
+    await db.execute(
+        "ALTER DOMAIN jobs_payload DROP CONSTRAINT ck_jobs_payload_size;"
+        " ALTER DOMAIN jobs_payload ADD CONSTRAINT ck_jobs_payload_size "
+        + _TIGHT_CAP.format("VALUE")
+    )
+    await _run_through_a_claim_and_a_completion(db, job_id)
+    assert await db.fetchval("SELECT status::text FROM jobs WHERE id = $1", job_id) == "completed"
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await db.execute("UPDATE jobs SET payload = $2 WHERE id = $1", job_id, _STORED)
+    assert caught.value.constraint_name == "ck_jobs_payload_size"
+
+
+async def test_break_it_a_table_check_on_the_payload_runs_on_every_transition(db: Conn) -> None:
+    """The twin: the same cap as a table CHECK (as before migration 0033) is evaluated by the
+    claim's UPDATE, which never sets the payload."""
+    queue_id = await make_queue(db)
+    job_id = await _job(db, queue_id, payload=_STORED)
+    await db.execute(
+        "ALTER TABLE jobs ADD CONSTRAINT ck_jobs_payload_tight " + _TIGHT_CAP.format("payload")
+    )
+    with pytest.raises(asyncpg.CheckViolationError) as caught:
+        await _run_through_a_claim_and_a_completion(db, job_id)
+    assert caught.value.constraint_name == "ck_jobs_payload_tight"
 
 
 # --- uniqueness -----------------------------------------------------------------------------
@@ -326,12 +395,13 @@ def test_database_doc_summary_matches_tables_py() -> None:
     checks = [c for t in tables for c in t.constraints if isinstance(c, CheckConstraint)]
     uniques = [c for t in tables for c in t.constraints if isinstance(c, UniqueConstraint)]
     enums = {c.type.name for t in tables for c in t.columns if hasattr(c.type, "enums")}
+    domains = {c.type.name for t in tables for c in t.columns if isinstance(c.type, DOMAIN)}
     summary = (
         f"{len(tables)} tables · {len(enums)} native enums · {len(indexes)} secondary indexes "
         f"({len(partial)} partial) · {len(fks)} foreign keys "
         f"({sum(fk.ondelete == 'CASCADE' for fk in fks)} CASCADE, "
         f"{sum(fk.ondelete == 'SET NULL' for fk in fks)} SET NULL) · {len(checks)} CHECKs · "
-        f"{len(uniques)} UNIQUE constraints"
+        f"{len(domains)} checked domains · {len(uniques)} UNIQUE constraints"
     )
     doc = Path(__file__).resolve().parents[2] / "docs" / "DATABASE.md"
     assert summary in doc.read_text(), f"update the summary line of docs/DATABASE.md to: {summary}"

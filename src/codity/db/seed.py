@@ -476,7 +476,7 @@ async def _insert_job(
                              max_attempts, retry_policy_id, schedule_id, claimed_at, started_at,
                              execution_seq, result, last_error, progress, created_at, updated_at,
                              finished_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $7, $13, $14, $15, $16,
+           VALUES ($1, $2, $3, $4, $5, $6, $7::integer, $8, $9, $10, $11, $12, $7::integer, $13, $14, $15, $16,
                    coalesce($17::timestamptz, $16::timestamptz), $17)
            RETURNING id""",
         queue_id,
