@@ -26,7 +26,8 @@ def machine_busy_s() -> float | None:
             fields = [int(v) for v in stat.readline().split()[1:]]
     except (OSError, ValueError):
         return None
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]  # as codity's CpuUse counts
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu_s() -> float:

@@ -359,13 +359,15 @@ def _own_cpu_s() -> float:
 
 
 def machine_busy_s() -> float | None:
-    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but
-    idle and iowait); None where there is no /proc/stat."""
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: user, nice,
+    system, irq and softirq; not idle, iowait, nor steal: time the hypervisor gave to another
+    machine); None where there is no /proc/stat."""
     try:
         fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
         return None
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 class CpuMeter:
