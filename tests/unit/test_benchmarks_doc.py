@@ -49,7 +49,13 @@ def test_benchmarks_doc_has_every_benchmark() -> None:
     assert any("at 200/s" in label for label in peer)
     assert any("at 2000/s" in label for label in peer)
     assert any(label.startswith("bulk enqueue") for label in peer)
-    assert len(by_title["Worker processes"].rows) == 3
+    assert any(label.startswith("CPU per job") for label in peer)
+    processes = by_title["Worker processes"]
+    drains = [row[0] for row in processes.rows]
+    assert drains[0].startswith("2 workers × capacity 100 in one process")
+    assert [d.split(" worker")[0] for d in drains[1:]] == ["1", "2", "4"]
+    assert any(column.startswith("cores busy") for column in processes.columns)
+    assert "every core busy at that cost" in processes.columns
     flow = [row[0] for row in by_title["Flow control: each mechanism on vs off"].rows]
     for mechanism in ("fair shares", "key limit", "rate limit", "plain claim"):
         assert any(label.startswith(mechanism) for label in flow), mechanism
