@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import platform
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -153,13 +154,19 @@ def _cpu_total(cpus: list[Any]) -> float:
     return float(_b().median([c.server_us_per_job + c.workers_us_per_job for c in cpus]))
 
 
-def _cpu_per_job(cpus: list[Any]) -> str:
+def _cpu_split(cpus: list[Any]) -> str:
+    """The runs' median CPU per job (`benchmarks.CpuUse`), PostgreSQL + workers."""
     median = _b().median
-    return (
-        f"{median([c.server_us_per_job for c in cpus]):.0f} + "
-        f"{median([c.workers_us_per_job for c in cpus]):.0f} µs "
-        f"({median([c.busy_cores for c in cpus]):.2f} cores)"
-    )
+    server = median([c.server_us_per_job for c in cpus])
+    return f"{server:.0f} + {median([c.workers_us_per_job for c in cpus]):.0f} µs"
+
+
+def _cores_busy(cpus: list[Any]) -> str:
+    return f"{_b().median([c.busy_cores for c in cpus]):.2f}"
+
+
+def _cpu_per_job(cpus: list[Any]) -> str:
+    return f"{_cpu_split(cpus)} ({_cores_busy(cpus)} cores)"
 
 
 def _latency_rows(server: str, count: int, rate: float, runs: int, peer: bool) -> list[list[str]]:
@@ -241,14 +248,8 @@ def _cpu_cells(cpus: list[Any]) -> list[str]:
     if not cpus:
         return ["n/a", "n/a", "n/a"]
     cores = os.cpu_count() or 1
-    median = _b().median
-    server = median([c.server_us_per_job for c in cpus])
-    workers = median([c.workers_us_per_job for c in cpus])
-    return [
-        f"{median([c.busy_cores for c in cpus]):.2f}",
-        f"{server:.0f} + {workers:.0f} µs",
-        f"{median([c.bound_jobs_per_s(cores) for c in cpus]):,.0f} jobs/s",
-    ]
+    bound = _b().median([c.bound_jobs_per_s(cores) for c in cpus])
+    return [_cores_busy(cpus), _cpu_split(cpus), f"{bound:,.0f} jobs/s"]
 
 
 def _processes_rows(
@@ -258,18 +259,22 @@ def _processes_rows(
     the in-process drain of the peer row (`workers` × `capacity` in this process), each with
     where its CPU went: whether one process already keeps every core busy decides how much
     more processes can add on this machine."""
-    in_process = f"{workers} workers × capacity {capacity} in one process (the peer row's drain)"
-    labels = [in_process] + [
-        f"{n} worker process{'es' if n > 1 else ''} × capacity {capacity}" for n in processes
-    ]
+    # each drain's label -> a call that makes a coroutine of one run of it
+    drains: dict[str, Callable[[], Any]] = {
+        f"{workers} workers × capacity {capacity} in one process (the peer row's drain)": (
+            functools.partial(_b().throughput, server, jobs, workers, capacity)
+        )
+    }
+    for n in processes:
+        drains[f"{n} worker process{'es' if n > 1 else ''} × capacity {capacity}"] = (
+            functools.partial(_b().throughput_processes, server, jobs, n, capacity)
+        )
+    labels = list(drains)
     results: dict[str, list[float]] = {label: [] for label in labels}
     cpus: dict[str, list[Any]] = {label: [] for label in labels}
     for i in range(runs):
-        for label, n in zip(labels, [0, *processes], strict=True):
-            if n:
-                r = run(_b().throughput_processes(server, jobs, n, capacity))
-            else:
-                r = run(_b().throughput(server, jobs, workers, capacity))
+        for label, drain in drains.items():
+            r = run(drain())
             results[label].append(r.jobs_per_s)
             if r.cpu is not None:
                 cpus[label].append(r.cpu)

@@ -235,7 +235,7 @@ async def throughput(
             while await _completed(pool, history) < jobs:  # noqa: ASYNC110 - polling the database, not an in-process flag
                 await asyncio.sleep(0.005)
             elapsed = time.perf_counter() - started
-            cpu = meter.stop(jobs)
+            cpu = meter.stop(jobs, elapsed)
             stop.set()
             await asyncio.gather(*tasks)
             return Throughput(jobs=jobs, seconds=elapsed, cpu=cpu)
@@ -371,21 +371,19 @@ def machine_busy_s() -> float | None:
 
 
 class CpuMeter:
-    """Machine busy time and the workers' CPU between `start()` and `stop()`."""
+    """Machine busy time and the workers' CPU between `start()` and `stop()`; the caller's
+    clock times the same window."""
 
     def __init__(self, workers_cpu_s: Callable[[], float | None]) -> None:
         #: The worker processes' CPU seconds so far.
         self._workers_cpu_s = workers_cpu_s
         self._busy0: float | None = None
         self._workers0: float | None = None
-        self._started = 0.0
 
     def start(self) -> None:
         self._busy0, self._workers0 = machine_busy_s(), self._workers_cpu_s()
-        self._started = time.perf_counter()
 
-    def stop(self, jobs: int) -> CpuUse | None:
-        seconds = time.perf_counter() - self._started
+    def stop(self, jobs: int, seconds: float) -> CpuUse | None:
         busy, workers = machine_busy_s(), self._workers_cpu_s()
         if busy is None or workers is None or self._busy0 is None or self._workers0 is None:
             return None
@@ -535,7 +533,7 @@ async def throughput_processes(
             while await _completed(pool) < jobs:  # noqa: ASYNC110 - polling the database
                 await asyncio.sleep(0.01)
             elapsed = time.perf_counter() - started
-            return Throughput(jobs=jobs, seconds=elapsed, cpu=meter.stop(jobs))
+            return Throughput(jobs=jobs, seconds=elapsed, cpu=meter.stop(jobs, elapsed))
         finally:
             for proc in procs:
                 if proc.returncode is None:
