@@ -107,3 +107,55 @@ def test_docs_explain_matches_the_current_claim_statement() -> None:
     assert sql("claim_jobs") in EXPLAIN_DOC.read_text(), (
         "docs/EXPLAIN.md is stale: the claim statement changed. Regenerate it with `make explain`."
     )
+
+
+async def _reaper_plan(db: asyncpg.Connection) -> dict[str, Any]:
+    """The reaper's statement explained (ANALYZE) on the filled table, rolled back."""
+    tx = db.transaction()
+    await tx.start()
+    try:
+        rows = await db.fetchval(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + sql("reap_expired").replace("$1::integer", "500")
+        )
+    finally:
+        await tx.rollback()
+    return explain.root_node(rows)
+
+
+def reaper_read_problems(plan: dict[str, Any]) -> list[str]:
+    """How the reaper finds expired leases: through idx_jobs_worker_leased (every leased job,
+    as many as the fleet's capacity; migration 0034 dropped the expiry's own index so a
+    heartbeat is a HOT update), never by reading the whole of jobs."""
+    nodes = list(explain.walk(plan))
+    problems = [
+        f"{n['Node Type']} on jobs"
+        for n in nodes
+        if n["Node Type"] == "Seq Scan" and n.get("Relation Name") == "jobs"
+    ]
+    if not any(n.get("Index Name") == "idx_jobs_worker_leased" for n in nodes):
+        problems.append("idx_jobs_worker_leased not read")
+    return problems
+
+
+async def test_the_reaper_reads_the_leased_jobs_index(db: asyncpg.Connection) -> None:
+    filled = await explain.fill(db, FILL_ROWS)
+    assert filled.status_counts["running"] > 0
+    await db.execute(
+        "UPDATE jobs SET lock_expires_at = now() - interval '1 s' WHERE id % 2 = 0"
+        " AND status IN ('claimed', 'running')"
+    )
+    await db.execute("ANALYZE jobs")
+    plan = await _reaper_plan(db)
+    assert reaper_read_problems(plan) == []
+    assert plan["Actual Rows"] > 0  # it found expired leases (and was rolled back)
+
+
+async def test_without_the_leased_index_the_reaper_reads_the_whole_table(
+    db: asyncpg.Connection,
+) -> None:
+    """Break it first: with idx_jobs_worker_leased gone, the same check fails."""
+    await explain.fill(db, FILL_ROWS)
+    await db.execute("DROP INDEX idx_jobs_worker_leased")
+    await db.execute("ANALYZE jobs")
+    problems = reaper_read_problems(await _reaper_plan(db))
+    assert "idx_jobs_worker_leased not read" in problems, problems

@@ -521,11 +521,9 @@ jobs = Table(
         postgresql_where=text("status = 'queued'"),
     ),
     Index("idx_jobs_scheduled_due", "run_at", postgresql_where=text("status = 'scheduled'")),
-    Index(
-        "idx_jobs_lease_expiry",
-        "lock_expires_at",
-        postgresql_where=text("status IN ('claimed', 'running')"),
-    ),
+    # Every leased job (as many as the fleet's capacity): the heartbeat, the dead-worker sweep
+    # and the reaper. `lock_expires_at` is in no index, so a heartbeat's extension of a lease
+    # is a HOT update (migration 0034).
     Index(
         "idx_jobs_worker_leased",
         "worker_id",

@@ -16,6 +16,7 @@ from codity.core import (
     Claimer,
     Completion,
     Failure,
+    Fence,
     NewJob,
     advance_cursors,
     claim,
@@ -240,6 +241,48 @@ async def test_awkward_results_and_errors_do_not_sink_the_batch(
     assert (await job_row(db, c.id))["result"] == 7
     await fail(db, [Failure(d.fence, "bad\x00byte", "tb\x00")])
     assert (await job_row(db, d.id))["last_error"] == "bad\\x00byte"
+
+
+async def _one_beat(
+    db: asyncpg.Connection[Any], worker_id: uuid.UUID, fences: list[Fence]
+) -> tuple[int, int]:
+    """(rows updated in jobs, of which HOT) by one heartbeat, from this backend's counters not
+    yet flushed to the statistics (pg_stat_get_xact_*), read before and after the beat in one
+    transaction (they are flushed only between transactions)."""
+    counters = (
+        "SELECT pg_stat_get_xact_tuples_updated('jobs'::regclass) AS updated,"
+        " pg_stat_get_xact_tuples_hot_updated('jobs'::regclass) AS hot"
+    )
+    async with db.transaction():
+        before = await db.fetchrow(counters)
+        result = await heartbeat(db, worker_id, 60_000, fences)
+        after = await db.fetchrow(counters)
+    assert before is not None
+    assert after is not None
+    assert result.extended == len(fences)
+    return after["updated"] - before["updated"], after["hot"] - before["hot"]
+
+
+@pytest.mark.parametrize("expiry_indexed", [False, True], ids=["schema", "twin-expiry-indexed"])
+async def test_heartbeat_extends_leases_in_place(
+    db: asyncpg.Connection[Any],
+    queue_id: uuid.UUID,
+    worker_id: uuid.UUID,
+    expiry_indexed: bool,
+) -> None:
+    """A beat changes only `lock_expires_at`, which no index holds (migration 0034), so each
+    extension is a HOT update: no new entry in any index of jobs. The twin indexes the expiry
+    again, as idx_jobs_lease_expiry did, and no extension is HOT."""
+    if expiry_indexed:
+        await db.execute(
+            "CREATE INDEX twin_lease_expiry ON jobs (lock_expires_at)"
+            " WHERE status IN ('claimed', 'running')"
+        )
+    await enqueue_many(db, queue_id, [NewJob("h") for _ in range(5)])
+    fences = [j.fence for j in await claim(db, worker_id, [queue_id], 5, 1_000)]
+    updated, hot = await _one_beat(db, worker_id, fences)
+    assert updated == 5
+    assert hot == (0 if expiry_indexed else 5)
 
 
 async def test_heartbeat_extends_only_held_leases_and_gives_back_the_rest(

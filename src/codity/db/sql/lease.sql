@@ -19,7 +19,9 @@ RETURNING j.id;
 -- ONE statement per worker per beat. The worker sends the fences it really has in hand (job id +
 -- execution_seq: running handlers and finished outcomes not yet recorded); the statement
 -- 1. extends exactly those leases (a lease held under this worker's id is NOT extended just
---    because of the id: a job the worker lost track of must not be kept forever);
+--    because of the id: a job the worker lost track of must not be kept forever); the new
+--    expiry is the only column it changes and no index holds it, so each extension is a HOT
+--    update (migration 0034);
 -- 2. returns the fences it extended (ids and execution_seqs: a held fence missing from them is
 --    gone, and the worker cancels that attempt's handler or discards its outcome — by fence,
 --    because a worker may hold a stale attempt and a new one of the same job at once, after
@@ -63,7 +65,12 @@ stray AS (
       finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
       progress = NULL, progress_message = NULL, updated_at = now()
   WHERE j.worker_id = $1::uuid AND j.status IN ('claimed', 'running')
-    AND NOT EXISTS (SELECT 1 FROM held h WHERE h.id = j.id AND h.seq = j.execution_seq)
+    -- NOT IN over a subquery: a hashed SubPlan, one probe per leased job. The NOT EXISTS it
+    -- replaces was planned as a nested-loop anti join (the planner takes a worker's leased
+    -- jobs for one row), comparing every leased job with every held one: 76 of a beat's 88 ms
+    -- for a worker holding 1,000 jobs. Neither side is ever NULL (ids and seqs of the held
+    -- arrays, execution_seq NOT NULL), so NOT IN means what NOT EXISTS meant.
+    AND (j.id, j.execution_seq::integer) NOT IN (SELECT h.id, h.seq FROM held h)
   RETURNING j.id, j.queue_id, j.execution_seq, j.attempt + 1 AS attempt, j.worker_id,
             j.claimed_at, j.started_at, j.status
 ),

@@ -4,6 +4,9 @@
 -- failure, so three rolling deploys must not dead-letter a healthy job. A job whose cancel had
 -- been requested is cancelled instead. Each vanished attempt gets its 'lost' execution row.
 -- SKIP LOCKED: several scheduler replicas can reap at once without stepping on each other.
+-- The expired leases are found among every leased job (idx_jobs_worker_leased: as many as the
+-- fleet's capacity, whatever the backlog or the history) and sorted here; the expiry has no
+-- index of its own, so a heartbeat's extension is a HOT update (migration 0034).
 -- Parameters: $1 limit integer.
 WITH expired AS (
   SELECT id FROM jobs
