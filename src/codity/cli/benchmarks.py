@@ -198,10 +198,12 @@ async def throughput(
     *,
     watched: bool = False,
     template: str | None = None,
+    setup_sql: str | None = None,
 ) -> Throughput:
     """`template`: start from a copy of that database (history already in it) instead of an
     empty one. `watched`: as if a dashboard were open (the live-events triggers fire); without
-    it, as a fleet runs while nobody watches."""
+    it, as a fleet runs while nobody watches. `setup_sql`: run in the database before the jobs
+    are enqueued (a variant of the schema: bench/drain_variants.py)."""
     registry = HandlerRegistry()
     handled = [0]
     all_handled = asyncio.Event()
@@ -218,6 +220,8 @@ async def throughput(
         try:
             if watched:
                 await watch_events(pool)
+            if setup_sql:
+                await pool.execute(setup_sql)
             queue_id = await _bench_queue(pool)
             history: int = await pool.fetchval("SELECT coalesce(max(id), 0) FROM jobs")
             await _fill(pool, queue_id, jobs, "noop")

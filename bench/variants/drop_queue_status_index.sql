@@ -1,0 +1,2 @@
+-- Without the API's per-queue, per-status index (idx_jobs_queue_status_id): what its entries cost.
+DROP INDEX idx_jobs_queue_status_id;
