@@ -24,10 +24,10 @@ from typing import Any
 import asyncpg
 
 from codity.db.cluster import throwaway_cluster
-from codity.db.explain import fill as fill_big_project
-from codity.db.explain import root_node, scratch_database, walk
 from codity.db.pool import connect
 from codity.db.queries import Fragments
+from codity.devtools.explain import fill as fill_big_project
+from codity.devtools.explain import root_node, scratch_database, walk
 
 #: The catch-all statement the fragments replaced: every filter always present.
 CATCH_ALL = """

@@ -24,8 +24,8 @@ from asgi_lifespan import LifespanManager
 from codity.api import metrics
 from codity.api.app import create_app
 from codity.db.cluster import throwaway_cluster
-from codity.db.explain import fill, scratch_database
 from codity.db.pool import connect
+from codity.devtools.explain import fill, scratch_database
 from codity.settings import Settings
 
 TOKEN = "bench-" + "m" * 32

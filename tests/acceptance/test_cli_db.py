@@ -26,7 +26,7 @@ from codity.cli import app
 from codity.db.cluster import embedded_cluster
 from codity.db.migrate import head_revision
 from codity.db.pool import connect
-from codity.db.seed import (
+from codity.devtools.seed import (
     DEMO_PASSWORD,
     OPERATOR_EMAIL,
     VIEWER_EMAIL,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codity.api.contract import render
 from codity.api.routes import ALL_ROUTES
+from codity.devtools.api_contract import render
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "API_CONTRACT.md"
 
@@ -13,7 +13,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "API_CONTRACT.md"
 def test_contract_document_matches_the_route_table() -> None:
     assert DOC.read_text() == render(), (
         "docs/API_CONTRACT.md is out of date: run "
-        "`.venv/bin/python -m codity.api.contract > docs/API_CONTRACT.md`"
+        "`.venv/bin/python -m codity.devtools.api_contract > docs/API_CONTRACT.md`"
     )
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import asyncpg
 
-from codity.db import explain
 from codity.db.queries import sql
+from codity.devtools import explain
 
 #: Small enough to be quick, large enough that the planner's choice is the one 100k rows get.
 FILL_ROWS = 5_000

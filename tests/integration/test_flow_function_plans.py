@@ -23,8 +23,8 @@ import asyncpg
 from tests.factories import make_queue, make_tenant, make_worker
 
 from codity import core
-from codity.db import explain
 from codity.db.queries import sql
+from codity.devtools import explain
 
 SMALL_ROWS = 30
 #: Tables a kept plan must not read whole (they grow with the install and its traffic).

@@ -23,8 +23,8 @@ from tests.factories import make_queue, make_worker
 from tests.integration.test_explain import claim_plan_problems
 
 from codity import core
-from codity.db import explain
 from codity.db.queries import sql
+from codity.devtools import explain
 from codity.worker.connection import GENERIC_PLAN_SETTINGS
 
 GENERIC_FILL_ROWS = 50_000

@@ -12,12 +12,18 @@ import typer
 from rich.table import Table
 
 from codity.cli._common import console, database_url, fail, friendly_errors, run, settings
-from codity.db import explain as explain_harness
 from codity.db import migrate as migrations
 from codity.db.dsn import redact
 from codity.db.maintenance import Resumed, drop_everything, resume_all
 from codity.db.pool import connect
-from codity.db.seed import DEMO_PASSWORD, OPERATOR_EMAIL, VIEWER_EMAIL, seed_demo, table_counts
+from codity.devtools import explain as explain_harness
+from codity.devtools.seed import (
+    DEMO_PASSWORD,
+    OPERATOR_EMAIL,
+    VIEWER_EMAIL,
+    seed_demo,
+    table_counts,
+)
 
 app = typer.Typer(help="Migrate, reset, seed and inspect the database.", no_args_is_help=True)
 
