@@ -223,6 +223,25 @@ async def test_expired_windows_are_pruned(pool: asyncpg.Pool[Any]) -> None:
     assert keys == {f"enqueue:project:{live}", f"enqueue:org:{ORG}"}
 
 
+async def test_the_api_process_prunes_windows_on_its_loop_service(pool: asyncpg.Pool[Any]) -> None:
+    """The API's pruner is a LoopService: its first round prunes at start, and it stops
+    between rounds when asked (the lifespan's shutdown)."""
+    old = uuid.uuid4()
+    await ratelimit.check_enqueue_quota(pool, old, ORG, 1, limit=5, org_limit=BIG)
+    await pool.execute("UPDATE rate_limit_buckets SET expires_at = now() - interval '2 minutes'")
+    stop = asyncio.Event()
+    pruner = ratelimit.WindowPruner(pool)
+    task = asyncio.create_task(pruner.run(stop))
+    for _ in range(200):
+        if pruner.iterations:
+            break
+        await asyncio.sleep(0.01)
+    assert pruner.iterations == 1
+    assert await pool.fetchval("SELECT count(*) FROM rate_limit_buckets") == 0
+    stop.set()
+    await asyncio.wait_for(task, timeout=5)
+
+
 async def test_parallel_guesses_cannot_overtake_the_failure_count(
     client: httpx.AsyncClient, owner: Session, api_settings: Settings
 ) -> None:

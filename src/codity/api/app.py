@@ -79,7 +79,8 @@ def create_app(
             server_settings=api_server_settings(current),
             command_timeout_s=current.api_statement_timeout_ms / 1000 + 1,
         )
-        pruner = asyncio.create_task(ratelimit.prune_forever(app.state.pool))
+        pruner_stop = asyncio.Event()
+        pruner = asyncio.create_task(ratelimit.WindowPruner(app.state.pool).run(pruner_stop))
         # One LISTEN connection for the whole process, fanned out to every browser. LISTEN
         # needs a session: DATABASE_DIRECT_URL when DATABASE_URL goes through a transaction
         # pooler (PgBouncer), as the worker's notifier does.
@@ -101,9 +102,9 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(bulk_task, timeout=5)
             await app.state.events.stop()
-            pruner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pruner
+            pruner_stop.set()  # between rounds; a round in flight is one DELETE
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(pruner, timeout=5)
             await app.state.pool.close()
 
     app = FastAPI(

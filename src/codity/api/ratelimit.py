@@ -15,21 +15,18 @@ Limits (all from settings):
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import uuid
 from typing import Any
 
 import asyncpg
-import structlog
 
 from codity.api.request_context import current_settings
 from codity.core import quotas
+from codity.core.loop_service import LoopService
 from codity.db.queries import bind
 from codity.domain.errors import RateLimitedError
 from codity.settings import Settings
-
-log = structlog.get_logger("codity.api.ratelimit")
 
 #: How often each API process prunes expired windows.
 PRUNE_INTERVAL_S = 300.0
@@ -53,14 +50,19 @@ async def prune_expired(pool: asyncpg.Pool[Any]) -> int:
     return await quotas.prune_expired(pool)
 
 
-async def prune_forever(pool: asyncpg.Pool[Any], interval_s: float = PRUNE_INTERVAL_S) -> None:
-    """Run by the API's lifespan. Errors are logged and retried next round (never fatal)."""
-    while True:
-        await asyncio.sleep(interval_s)
-        try:
-            await prune_expired(pool)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            log.warning("rate_limit_prune_failed", error=str(exc))
+class WindowPruner(LoopService):
+    """Run by the API's lifespan: prunes expired windows every PRUNE_INTERVAL_S. A failed round
+    is the loop service's to survive (an outage waited out, anything else logged), never
+    fatal to the API."""
+
+    name = "rate-limit-pruner"
+
+    def __init__(self, pool: asyncpg.Pool[Any], *, interval_s: float = PRUNE_INTERVAL_S) -> None:
+        super().__init__(pool, interval_ms=int(interval_s * 1000))
+
+    async def run_once(self) -> bool:
+        await prune_expired(self.conn)
+        return False
 
 
 # --- the named limits -------------------------------------------------------------------------
