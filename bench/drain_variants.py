@@ -1,6 +1,7 @@
 """The throughput drain beside variants of the schema: what a change would buy on the clock.
 
     .venv/bin/python bench/drain_variants.py --runs 5 --sql drop_gin.sql [--sql other.sql ...]
+        [--payload order]
 
 `codity bench throughput`'s drain (20,000 no-op jobs, 2 workers x 100, one process) on the
 schema as it is and on each variant (`--sql FILE`: SQL run in the scratch database before the
@@ -8,6 +9,8 @@ jobs are enqueued: a dropped index, a changed setting), the variants taking turn
 the machine's noise hits each alike. Prints each one's median rate, its ratio to the schema as
 it is, the cores busy and the CPU a job (PostgreSQL's side and the workers'). The wall-clock
 companion of bench/server_instructions.py, which counts a variant's instructions instead.
+`--payload order` gives every job a payload of about 1 KB (`benchmarks.order_payload`: a
+customer, an order of four lines, tags, a note) instead of the empty one the peer's jobs have.
 Measures, asserts nothing.
 """
 
@@ -18,7 +21,7 @@ import statistics
 from pathlib import Path
 
 from codity.cli._loop import run as run_loop
-from codity.cli.benchmarks import Throughput, throughput
+from codity.cli.benchmarks import Throughput, order_payload, throughput
 from codity.db.cluster import throwaway_cluster
 from codity.logs import configure_logging
 
@@ -26,14 +29,23 @@ from codity.logs import configure_logging
 async def measure(server: str, args: argparse.Namespace) -> None:
     variants = {"as it is": ""} | {f"--sql {p}": Path(p).read_text() for p in args.sql}
     runs: dict[str, list[Throughput]] = {label: [] for label in variants}
+    payload = order_payload if args.payload == "order" else None
     for _ in range(args.runs):
         for label, setup in variants.items():
             runs[label].append(
-                await throughput(server, args.jobs, args.workers, args.capacity, setup_sql=setup)
+                await throughput(
+                    server,
+                    args.jobs,
+                    args.workers,
+                    args.capacity,
+                    setup_sql=setup,
+                    payload=payload,
+                )
             )
     base = statistics.median(r.jobs_per_s for r in runs["as it is"])
     print(
-        f"{args.jobs} no-op jobs, {args.workers} workers x {args.capacity}, medians of {args.runs}"
+        f"{args.jobs} no-op jobs ({args.payload} payloads), {args.workers} workers x "
+        f"{args.capacity}, medians of {args.runs}"
     )
     width = max(len(label) for label in runs)
     for label, results in runs.items():
@@ -56,6 +68,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--capacity", type=int, default=100)
     parser.add_argument("--sql", action="append", default=[], help="a variant: SQL run first")
+    parser.add_argument(
+        "--payload", choices=["empty", "order"], default="empty", help="the jobs' payloads"
+    )
     parser.add_argument("--dsn", help="a server to use (default: a throwaway cluster)")
     args = parser.parse_args()
     configure_logging("WARNING", "console")

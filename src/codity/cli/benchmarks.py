@@ -155,10 +155,38 @@ async def _bench_queue(pool: asyncpg.Pool[Any]) -> uuid.UUID:
     return found if found is not None else await _make_queue(pool)
 
 
-async def _fill(pool: asyncpg.Pool[Any], queue_id: uuid.UUID, n: int, handler: str) -> None:
+def order_payload(n: int) -> dict[str, Any]:
+    """A job's payload of about 1 KB, as an application's order job might carry: a customer, an
+    order of four lines, tags and a note (about twenty path-and-value pairs for a GIN)."""
+    return {
+        "customer_id": n,
+        "email": f"customer{n}@example.com",
+        "order": {
+            "id": f"o-{n}",
+            "lines": [{"sku": f"sku-{k}", "qty": k + 1, "price": 9.5 + k} for k in range(4)],
+            "currency": "EUR",
+            "total": 123.45,
+        },
+        "tags": ["priority", "eu", "web"],
+        "note": "x" * 500,
+    }
+
+
+async def _fill(
+    pool: asyncpg.Pool[Any],
+    queue_id: uuid.UUID,
+    n: int,
+    handler: str,
+    payload: Callable[[int], Any] | None = None,
+) -> None:
+    """`n` jobs of `handler`; `payload(i)` gives the i-th job's payload (none: empty)."""
     for start in range(0, n, ENQUEUE_CHUNK):
         size = min(ENQUEUE_CHUNK, n - start)
-        await core.enqueue_many(pool, queue_id, [core.NewJob(handler=handler)] * size)
+        if payload is None:
+            jobs = [core.NewJob(handler=handler)] * size
+        else:
+            jobs = [core.NewJob(handler=handler, payload=payload(start + k)) for k in range(size)]
+        await core.enqueue_many(pool, queue_id, jobs)
     await pool.execute("VACUUM ANALYZE jobs")
 
 
@@ -225,11 +253,13 @@ async def throughput(
     watched: bool = False,
     template: str | None = None,
     setup_sql: str | None = None,
+    payload: Callable[[int], Any] | None = None,
 ) -> Throughput:
     """`template`: start from a copy of that database (history already in it) instead of an
     empty one. `watched`: as if a dashboard were open (the live-events triggers fire); without
     it, as a fleet runs while nobody watches. `setup_sql`: run in the database before the jobs
-    are enqueued (a variant of the schema: bench/drain_variants.py)."""
+    are enqueued (a variant of the schema: bench/drain_variants.py). `payload(i)`: the i-th
+    job's payload (default: empty, as the peer's jobs)."""
     registry = HandlerRegistry()
     handled = [0]
     all_handled = asyncio.Event()
@@ -250,7 +280,7 @@ async def throughput(
                 await pool.execute(setup_sql)
             queue_id = await _bench_queue(pool)
             history: int = await pool.fetchval("SELECT coalesce(max(id), 0) FROM jobs")
-            await _fill(pool, queue_id, jobs, "noop")
+            await _fill(pool, queue_id, jobs, "noop", payload)
             stop = asyncio.Event()
             tune_for_worker()  # the settings `codity worker` runs with (worker.gc_tuning)
             meter = CpuMeter(_own_cpu_s)  # the workers run in this process
