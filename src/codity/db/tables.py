@@ -542,12 +542,15 @@ jobs = Table(
     Index("idx_jobs_batch", "batch_id", postgresql_where=text("batch_id IS NOT NULL")),
     Index("idx_jobs_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
     # The dashboard's payload search (`payload @> {...}`): jsonb_path_ops keeps one hash per
-    # path-and-value, the smallest GIN shape that answers containment.
+    # path-and-value, the smallest GIN shape that answers containment. Leased jobs are left out
+    # (migration 0035): a claim and a running mark then write no entry in it; the search reads
+    # them through idx_jobs_worker_leased (api_jobs.sql).
     Index(
         "idx_jobs_payload",
         "payload",
         postgresql_using="gin",
         postgresql_ops={"payload": "jsonb_path_ops"},
+        postgresql_where=text("status NOT IN ('claimed', 'running')"),
     ),
     # The dashboard's error-text search: words of the last error, only for jobs that have one.
     Index(

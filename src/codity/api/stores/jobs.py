@@ -49,8 +49,9 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_fragments(f: JobFilter) -> Fragments:
-    """Only the conditions asked for are in the statement, each one a plain index condition."""
+def filter_fragments(f: JobFilter, *, payload: bool = True) -> Fragments:
+    """Only the conditions asked for are in the statement, each one a plain index condition.
+    `payload=False`: leave the payload search out (api_jobs_list_by_payload carries it)."""
     where = Fragments()
     if f.queue_id is not None:
         where.add("api_jobs_when_queue", queue_id=f.queue_id)
@@ -64,7 +65,7 @@ def filter_fragments(f: JobFilter) -> Fragments:
         where.add("api_jobs_when_created_before", created_before=f.created_before)
     if f.batch_id is not None:
         where.add("api_jobs_when_batch", batch_id=f.batch_id)
-    if f.payload_match is not None:
+    if payload and f.payload_match is not None:
         where.add("api_jobs_when_payload", payload_match=f.payload_match)
     if f.error_text:
         where.add("api_jobs_when_error", error_text=f.error_text)
@@ -78,10 +79,18 @@ async def list_jobs(
     conn: Conn, project_id: UUID, f: JobFilter, *, limit: int, before_id: int | None
 ) -> list[JobPublic]:
     """Newest first; the keyset is the id (`before_id` = the last id of the previous page)."""
-    where = filter_fragments(f)
+    where = filter_fragments(f, payload=False)
     if before_id is not None:
         where.add("api_jobs_after", before_id=before_id)
-    q = where.bind("api_jobs_list", project_id=project_id, limit=limit)
+    if f.payload_match is not None:
+        q = where.bind(
+            "api_jobs_list_by_payload",
+            project_id=project_id,
+            limit=limit,
+            payload_match=f.payload_match,
+        )
+    else:
+        q = where.bind("api_jobs_list", project_id=project_id, limit=limit)
     return [JobPublic.model_validate(dict(r)) for r in await q.fetch(conn)]
 
 

@@ -18,6 +18,39 @@ WHERE q.project_id = :project_id::uuid
 ORDER BY j.id DESC
 LIMIT :limit::int;
 
+-- name: api_jobs_list_by_payload
+-- api_jobs_list with a payload search (:payload_match jsonb, containment). The payload GIN
+-- leaves leased jobs out (migration 0035), so the newest matches are taken from each half on
+-- its own index, then merged: jobs not leased through idx_jobs_payload, leased ones (as many as
+-- the fleet's capacity) through idx_jobs_worker_leased. As one condition with OR, a generic
+-- plan (what a prepared statement keeps after five runs) walked the primary key backwards
+-- and tested every job's payload instead. The other filters (api_jobs_when_*, api_jobs_after)
+-- apply in both halves. Parameters: :project_id uuid, :limit int, :payload_match jsonb, plus
+-- those of the fragments.
+WITH found AS (
+  (SELECT j.id FROM jobs j JOIN queues q ON q.id = j.queue_id
+   WHERE q.project_id = :project_id::uuid
+     AND j.status NOT IN ('claimed', 'running') AND j.payload @> :payload_match::jsonb
+   /*fragments*/
+   ORDER BY j.id DESC
+   LIMIT :limit::int)
+  UNION ALL
+  (SELECT j.id FROM jobs j JOIN queues q ON q.id = j.queue_id
+   WHERE q.project_id = :project_id::uuid
+     AND j.status IN ('claimed', 'running') AND j.payload @> :payload_match::jsonb
+   /*fragments*/
+   ORDER BY j.id DESC
+   LIMIT :limit::int)
+)
+SELECT j.id, j.queue_id, q.name AS queue_name, j.handler, j.status::text AS status, j.priority,
+       j.attempt, j.max_attempts, j.run_at, j.created_at, j.updated_at, j.claimed_at,
+       j.started_at, j.finished_at, j.idempotency_key, j.batch_id, j.schedule_id, j.worker_id,
+       j.timeout_ms, j.progress, j.last_error, j.cancel_requested_at, j.concurrency_key,
+       j.unique_key
+FROM found f JOIN jobs j ON j.id = f.id JOIN queues q ON q.id = j.queue_id
+ORDER BY j.id DESC
+LIMIT :limit::int;
+
 -- name: api_jobs_when_id
 -- One job (the single read is the list with this condition and limit 1).
 AND j.id = :job_id::bigint;
@@ -38,9 +71,14 @@ AND j.created_at >= :created_after::timestamptz;
 AND j.created_at < :created_before::timestamptz;
 
 -- name: api_jobs_when_payload
--- Payload search (`payload.customer_id = 42` -> {"customer_id": 42}): containment, answered by
--- idx_jobs_payload (GIN, jsonb_path_ops).
-AND j.payload @> :payload_match::jsonb;
+-- Payload search (`payload.customer_id = 42` -> {"customer_id": 42}): containment. The GIN
+-- idx_jobs_payload (jsonb_path_ops) holds every job but the leased ones (a claim writes no
+-- entry in it: migration 0035); those, as many as the fleet's capacity, are in
+-- idx_jobs_worker_leased. Each arm names one index's predicate: a BitmapOr of the two when the
+-- plan knows the value (a bulk action's count and windows). The jobs list, newest first with a
+-- LIMIT, is api_jobs_list_by_payload instead.
+AND ((j.status NOT IN ('claimed', 'running') AND j.payload @> :payload_match::jsonb)
+     OR (j.status IN ('claimed', 'running') AND j.payload @> :payload_match::jsonb));
 
 -- name: api_jobs_when_error
 -- Error-text search: every word of the text in the job's last error (full text, 'simple'
