@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncpg
 
-from codity.db.cluster import throwaway_cluster
+from codity.cli.bench import bench_server
 from codity.db.pool import connect
 from codity.db.queries import Fragments
 from codity.devtools.explain import fill as fill_big_project
@@ -180,11 +180,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dsn", help="a server to use (default: a throwaway cluster)")
     args = parser.parse_args()
-    if args.dsn:
-        asyncio.run(measure(args.dsn, args.rows, args.runs))
-        return
-    with throwaway_cluster() as cluster:
-        asyncio.run(measure(cluster.url, args.rows, args.runs))
+    with bench_server(args.dsn) as server:
+        asyncio.run(measure(server, args.rows, args.runs))
 
 
 if __name__ == "__main__":

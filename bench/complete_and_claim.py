@@ -21,13 +21,13 @@ import time
 import asyncpg
 
 from codity.cli._loop import run as run_loop
+from codity.cli.bench import bench_server
 from codity.cli.benchmarks import (
     _CEILING_CLAIM,
     _CEILING_COMPLETE,
     _CEILING_DDL,
     empty_database,
 )
-from codity.db.cluster import throwaway_cluster
 from codity.db.dsn import plain_dsn
 
 #: The ceiling's completion (of $3, worker $1) as CTEs, then its claim (of $2 for worker $1).
@@ -113,11 +113,8 @@ def main() -> None:
     parser.add_argument("--dsn", help="a server to use (default: a throwaway cluster)")
     args = parser.parse_args()
     args.shape = args.shape or ["2x100", "4x100", "4x50"]
-    if args.dsn:
-        run_loop(measure(args.dsn, args))
-        return
-    with throwaway_cluster() as cluster:
-        run_loop(measure(cluster.url, args))
+    with bench_server(args.dsn) as server:
+        run_loop(measure(server, args))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,8 @@ import statistics
 from pathlib import Path
 
 from codity.cli._loop import run as run_loop
+from codity.cli.bench import bench_server
 from codity.cli.benchmarks import Throughput, order_payload, throughput
-from codity.db.cluster import throwaway_cluster
-from codity.logs import configure_logging
 
 
 async def measure(server: str, args: argparse.Namespace) -> None:
@@ -73,12 +72,8 @@ def main() -> None:
     )
     parser.add_argument("--dsn", help="a server to use (default: a throwaway cluster)")
     args = parser.parse_args()
-    configure_logging("WARNING", "console")
-    if args.dsn:
-        run_loop(measure(args.dsn, args))
-        return
-    with throwaway_cluster() as cluster:
-        run_loop(measure(cluster.url, args))
+    with bench_server(args.dsn) as server:
+        run_loop(measure(server, args))
 
 
 if __name__ == "__main__":

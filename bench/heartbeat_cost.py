@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from codity import core
+from codity.cli.bench import bench_server
 from codity.cli.benchmarks import BENCH_QUEUE, _bench_queue, scratch_database
 from codity.core import lease
-from codity.db.cluster import throwaway_cluster
 from codity.db.pool import connect
 
 COUNTERS = (
@@ -129,11 +129,8 @@ def main() -> None:
     parser.add_argument("--statement", help="a variant: another heartbeat statement text")
     parser.add_argument("--dsn", help="a server to use (default: a throwaway cluster)")
     args = parser.parse_args()
-    if args.dsn:
-        asyncio.run(measure(args.dsn, args))
-        return
-    with throwaway_cluster() as cluster:
-        asyncio.run(measure(cluster.url, args))
+    with bench_server(args.dsn) as server:
+        asyncio.run(measure(server, args))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from asgi_lifespan import LifespanManager
 
 from codity.api import metrics
 from codity.api.app import create_app
-from codity.db.cluster import throwaway_cluster
+from codity.cli.bench import bench_server
 from codity.db.pool import connect
 from codity.devtools.explain import fill, scratch_database
 from codity.settings import Settings
@@ -106,11 +106,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--dsn", help="a server to use (default: a throwaway cluster)")
     args = parser.parse_args()
-    if args.dsn:
-        asyncio.run(measure(args.dsn, args.rows, args.scrapers, args.seconds))
-        return
-    with throwaway_cluster() as cluster:
-        asyncio.run(measure(cluster.url, args.rows, args.scrapers, args.seconds))
+    with bench_server(args.dsn) as server:
+        asyncio.run(measure(server, args.rows, args.scrapers, args.seconds))
 
 
 if __name__ == "__main__":

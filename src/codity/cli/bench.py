@@ -56,7 +56,9 @@ PeerOption = Annotated[
 
 
 @contextlib.contextmanager
-def _server(dsn: str | None) -> Iterator[str]:
+def bench_server(dsn: str | None) -> Iterator[str]:
+    """The server a benchmark runs on: `dsn`'s (its `postgres` database), or a throwaway
+    cluster started for it and stopped after. `codity bench` and the scripts in bench/ use it."""
     # The workers under test log each job at info; a benchmark only wants its own table.
     configure_logging("WARNING", "console")
     if dsn:
@@ -631,7 +633,7 @@ def throughput_command(
     dsn: DsnOption = None,
 ) -> None:
     """Drain N pre-enqueued no-op jobs with W in-process workers (or N worker processes)."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         if processes:
             rows = _processes_rows(server, jobs, sorted(set(processes)), capacity, runs, workers)
             _show_table(PROCESSES_COLUMNS, rows)
@@ -652,7 +654,7 @@ def latency_command(
     dsn: DsnOption = None,
 ) -> None:
     """Enqueue → handler-start latency at a fixed enqueue rate, one idle worker."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         rows = []
         for r in rate or [200.0]:
             rows += _latency_rows(server, max(count, int(r)), r, runs, peer)
@@ -669,7 +671,7 @@ def engine_command(
     dsn: DsnOption = None,
 ) -> None:
     """claim + complete through codity.core alone, beside the raw-SQL ceiling (same run)."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show_table(
             ["benchmark", "codity (median)", "share of ceiling"],
             _engine_rows(server, jobs, loops, batch, runs),
@@ -686,7 +688,7 @@ def ceiling_command(
     dsn: DsnOption = None,
 ) -> None:
     """The minimal claim + complete + execution-row SQL on this machine: the ceiling."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         results = [run(_b().ceiling(server, jobs, loops, batch)).jobs_per_s for _ in range(runs)]
         _show_table(["benchmark", "median"], [["ceiling (raw SQL)", _spread(results)]])
 
@@ -704,7 +706,7 @@ def history_command(
     dsn: DsnOption = None,
 ) -> None:
     """The throughput drain with a million finished jobs (and their executions) vs empty."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show_table(
             ["drain", "codity (median)", "vs empty"],
             _history_rows(server, jobs, workers, capacity, finished, runs),
@@ -722,7 +724,7 @@ def xmin_command(
     dsn: DsnOption = None,
 ) -> None:
     """Steady enqueue + drain with vs without a long REPEATABLE READ transaction open."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show_table(
             ["run", "throughput", "enqueue → start p50", "p99", "dead tuples in jobs"],
             _xmin_rows(server, seconds, rate, workers, capacity, runs),
@@ -738,7 +740,7 @@ def enqueue_command(
     dsn: DsnOption = None,
 ) -> None:
     """Bulk enqueue: N jobs through core.enqueue_many, and through `codity enqueue -n N`."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show(_enqueue_rows(server, jobs, runs, peer), peer)
 
 
@@ -746,7 +748,7 @@ def enqueue_command(
 @friendly_errors
 def recovery_command(runs: RunsOption = 3, dsn: DsnOption = None) -> None:
     """Real worker/scheduler processes: SIGKILL -> the job re-run elsewhere; SIGTERM -> exit."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show(_recovery_rows(server, runs), False)
 
 
@@ -770,7 +772,7 @@ def tracing_command(
 ) -> None:
     """The worker's drain with the tracing hooks removed, OpenTelemetry absent, installed but
     idle, and on (ratios to the first), and the hooks' own cost per call (micro-benchmark)."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         table = Table(show_header=True, header_style="bold")
         for header in ("benchmark", *TRACING_COLUMNS[1:]):
             table.add_column(header)
@@ -856,7 +858,7 @@ def reads_command(
 ) -> None:
     """Every dashboard read (through the API's stores) with JOBS jobs and LOGS log lines in the
     database: p50 and p95 of REPEATS calls each (target: p95 <= 50 ms)."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show_table(READS_COLUMNS, _reads_rows(server, jobs, logs, tenants, repeats))
 
 
@@ -876,7 +878,7 @@ def events_command(
 ) -> None:
     """Live events: the drain's cost of a watching dashboard, and one API process holding N
     streams while jobs change state R times a second (memory sampled every second)."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         _show(_events_rows(server, streams, rate, seconds, runs, cost_runs), False)
 
 
@@ -905,7 +907,7 @@ def flow_command(
     if unknown:
         fail(f"unknown mechanism {unknown[0]!r}; one of: {', '.join((*MECHANISMS, PLAIN_CLAIM))}")
     drains = [m for m in mechanism or MECHANISMS if m != PLAIN_CLAIM]
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         rows = _flow_rows(server, jobs, workers, capacity, runs, drains) if drains else []
         if not mechanism or PLAIN_CLAIM in mechanism:
             rows.append(_plain_claim_row(server, jobs, runs))
@@ -923,7 +925,7 @@ def report_command(
     ] = 60.0,
 ) -> None:
     """Run every benchmark (beside the peer where there is one) and write docs/BENCHMARKS.md."""
-    with _server(dsn) as server:
+    with bench_server(dsn) as server:
         sections = [
             Section(
                 "Beside the peer (pgqueuer)",
