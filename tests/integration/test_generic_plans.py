@@ -41,10 +41,16 @@ def _seq_scans(plan: dict[str, Any]) -> list[str]:
 
 
 async def _generic_plan(
-    conn: asyncpg.Connection[Any], name: str, args: tuple[Any, ...], text: str | None = None
+    conn: asyncpg.Connection[Any],
+    name: str,
+    args: tuple[Any, ...],
+    text: str | None = None,
+    *,
+    settings: str = GENERIC_PLAN_SETTINGS,
 ) -> Any:
     """EXPLAIN EXECUTE of the named statement (or of `text`, a variant of it) PREPAREd with its
-    parameter types, generic plan forced: the plan the worker's connections keep."""
+    parameter types, generic plan forced: the plan the worker's connections keep. `settings`:
+    another connection's (the API's: only the generic plan forced)."""
     statement = sql(name) if text is None else text
     oids = [t.oid for t in (await conn.prepare(statement)).get_parameters()]
     types = await conn.fetchval(
@@ -54,7 +60,7 @@ async def _generic_plan(
     )
     await conn.execute(f"PREPARE generic_probe ({', '.join(types)}) AS {statement}")
     try:
-        await conn.execute(GENERIC_PLAN_SETTINGS)  # as the worker's connections
+        await conn.execute(settings)  # as the worker's connections, unless told
         # EXECUTE takes no bind parameters: the values go in as typed literals.
         literals = [
             await conn.fetchval(f"SELECT quote_nullable($1::{t}::text) || '::{t}'", arg)

@@ -7,13 +7,14 @@ to its pending list first (fastupdate), one pending tuple per row version."""
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from tests import prerequisites
 from tests.factories import make_queue, make_worker
+from tests.integration.test_generic_plans import _generic_plan
 
 from codity import core
 from codity.api.stores import jobs as jobs_store
@@ -22,11 +23,12 @@ from codity.db.queries import Fragments
 from codity.devtools import explain
 from codity.domain.states import JobStatus
 
-#: The index as it was before migration 0035: every job in it.
-FULL_PAYLOAD_INDEX = """
-DROP INDEX idx_jobs_payload;
-CREATE INDEX idx_jobs_payload ON jobs USING gin (payload jsonb_path_ops);
-"""
+#: The index as it was before migration 0035, every job in it: the benchmarks' variant.
+FULL_PAYLOAD_INDEX = (
+    Path(__file__).resolve().parents[2] / "bench" / "variants" / "payload_gin_full.sql"
+).read_text()
+#: The API's connections keep generic plans as PostgreSQL chooses; this forces the one it may.
+API_GENERIC_PLAN = "SET plan_cache_mode = force_generic_plan"
 #: Large enough that the one-condition twin's generic plan walks the primary key (it still reads
 #: the GIN at 20,000 jobs of the EXPLAIN harness's fill).
 FILL_ROWS = 50_000
@@ -101,21 +103,10 @@ async def test_the_search_finds_jobs_in_every_status(db: asyncpg.Connection[Any]
 async def _generic_plan_indexes(
     db: asyncpg.Connection[Any], text: str, args: tuple[Any, ...]
 ) -> tuple[set[str], set[str]]:
-    """The indexes and the relations scanned sequentially in the generic plan of `text` (as a
-    prepared statement keeps after five runs), with the API's default settings."""
-    await db.execute("SET plan_cache_mode = force_generic_plan")
-    try:
-        statement = await db.prepare(text)
-        literals = ", ".join(
-            "NULL" if a is None else f"'{json.dumps(a) if isinstance(a, dict) else a}'"
-            for a in args
-        )
-        raw = await db.fetchval(
-            f"EXPLAIN (FORMAT JSON) EXECUTE {statement.get_name()} ({literals})"
-        )
-    finally:
-        await db.execute("RESET plan_cache_mode")
-    nodes = list(explain.walk(explain.root_node(raw)))
+    """The indexes read and the relations scanned sequentially in the generic plan of `text`
+    (as a prepared statement keeps after five runs), with the API's default settings."""
+    plan = await _generic_plan(db, "", args, text, settings=API_GENERIC_PLAN)
+    nodes = list(explain.walk(plan))
     indexes = {n["Index Name"] for n in nodes if "Index Name" in n}
     seq = {n["Relation Name"] for n in nodes if n["Node Type"] == "Seq Scan"}
     return indexes, seq
