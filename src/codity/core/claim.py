@@ -24,6 +24,7 @@ from uuid import UUID
 import asyncpg
 
 from codity.core.connection import Conn
+from codity.core.epoch import from_epoch_us
 from codity.core.fence import Fence
 from codity.db.queries import sql
 from codity.domain.errors import ValidationError
@@ -43,19 +44,25 @@ class ClaimedJob:
     max_attempts: int
     execution_seq: int
     timeout_ms: int | None
-    lock_expires_at: datetime
     priority: int
     worker_id: UUID  # who holds the lease: part of the fence
     #: W3C traceparent of the enqueuing span, when it was traced (the attempt's span links it).
     trace_parent: str | None = None
-    #: When it became due: with priority and id, its place in the claim order (see ClaimCursor).
-    run_at: datetime | None = None
+    #: When it became due, in whole microseconds since the Unix epoch: with priority and id, its
+    #: place in the claim order (see ClaimCursor). An integer because the claim decodes one per
+    #: job and a datetime costs a microsecond to build; `run_at` makes one when asked.
+    run_at_us: int | None = None
 
     #: (job id, worker id, execution_seq): built once, every later write names it.
     fence: Fence = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.fence = Fence(self.id, self.worker_id, self.execution_seq)
+
+    @property
+    def run_at(self) -> datetime | None:
+        """When it became due."""
+        return None if self.run_at_us is None else from_epoch_us(self.run_at_us)
 
 
 def _job(row: Any, worker_id: UUID) -> ClaimedJob:
@@ -69,17 +76,16 @@ def _job(row: Any, worker_id: UUID) -> ClaimedJob:
         row[5],  # max_attempts
         row[6],  # execution_seq
         row[7],  # timeout_ms
-        row[8],  # lock_expires_at
-        row[9],  # priority
+        row[8],  # priority
         worker_id,
-        row[12],  # trace_parent
-        row[10],  # run_at
+        row[11],  # trace_parent
+        row[9],  # run_at_us
     )
 
 
-def _claim_order(row: Any) -> tuple[int, int, datetime, int]:
+def _claim_order(row: Any) -> tuple[int, int, int, int]:
     # Best queue first, then the claim index's own order (priority DESC, run_at, id).
-    return (row[11], -row[9], row[10], row[0])  # pos, priority, run_at, id
+    return (row[10], -row[8], row[9], row[0])  # pos, priority, run_at_us, id
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +108,8 @@ class ClaimCursor:
 
     @classmethod
     def after(cls, job: ClaimedJob) -> ClaimCursor | None:
-        return None if job.run_at is None else cls(job.priority, job.run_at, job.id)
+        run_at = job.run_at
+        return None if run_at is None else cls(job.priority, run_at, job.id)
 
 
 @dataclass(frozen=True)

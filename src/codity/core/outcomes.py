@@ -16,6 +16,7 @@ from typing import Any, Literal
 from codity.core.connection import Conn, transaction
 from codity.core.dependencies import cancel_dependants
 from codity.core.enqueue import notify_queues
+from codity.core.epoch import to_epoch_us_each
 from codity.core.fence import BatchResult, Fence, fence_arrays
 from codity.core.validation import storable_json, storable_text
 from codity.db.queries import sql
@@ -71,8 +72,13 @@ async def complete(conn: Conn, completions: Sequence[Completion]) -> BatchResult
         return BatchResult([], [])
     ids, workers, seqs = fence_arrays([c.fence for c in items])
     results = [storable_json(c.result) for c in items]
-    starts = [c.started_at for c in items]
-    rows = await conn.fetch(sql("complete_jobs"), ids, workers, seqs, results, starts)
+    # Most jobs return nothing: one NULL array instead of a NULL per job (the driver inspects
+    # and encodes every element of an array).
+    any_result = any(r is not None for r in results)
+    starts = to_epoch_us_each([c.started_at for c in items])
+    rows = await conn.fetch(
+        sql("complete_jobs"), ids, workers, seqs, results if any_result else None, starts
+    )
     return BatchResult.split(ids, [r["id"] for r in rows])
 
 

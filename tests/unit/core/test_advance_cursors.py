@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from codity.core import ClaimCursor, ClaimedJob, ClaimRound, advance_cursors
 from codity.core.claim import DRY_CURSOR_LAG
+from codity.core.epoch import to_epoch_us
 
 NOW = datetime(2026, 12, 3, 18, 0, tzinfo=UTC)
 WORKER = uuid.uuid4()
@@ -15,7 +16,7 @@ A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
 
 def _job(job_id: int, queue_id: uuid.UUID, run_at: datetime, priority: int = 0) -> ClaimedJob:
     return ClaimedJob(
-        job_id, queue_id, "h", None, 1, 3, 1, None, NOW, priority, WORKER, run_at=run_at
+        job_id, queue_id, "h", None, 1, 3, 1, None, priority, WORKER, None, to_epoch_us(run_at)
     )
 
 

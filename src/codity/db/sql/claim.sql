@@ -33,9 +33,12 @@
 -- reading them twice. `attempt` is accounting (refunded on reap/drain); `execution_seq` is the
 -- monotonic identity of this attempt and, with worker_id, the fence every later write names.
 -- RETURNING carries the queue's position and the job's sort keys, so the caller can put the
--- rows in claim order (and move its cursors) without a Sort node here. Its first 13 columns
--- are read by position (core/claim.py: _job, _claim_order), in the same order in both claim
--- statements.
+-- rows in claim order (and move its cursors) without a Sort node here. run_at goes as whole
+-- microseconds since the Unix epoch (exact: extract gives a numeric): the worker decodes an
+-- integer per job instead of a timestamptz (a datetime built per value, about a third of the
+-- decoding of a claim's reply), and makes a datetime only of the one run_at per queue its
+-- cursor needs. Its first 12 columns are read by position (core/claim.py: _job,
+-- _claim_order), in the same order in both claim statements.
 -- Last, one report row (id NULL), empty claims included: how many queues were left out for
 -- flow control (flow_queues: the caller then claims from them with claim_jobs_flow,
 -- core/claim.py), the claim's clock, and each queue's quota, from which the caller tells which
@@ -134,10 +137,11 @@ claimed AS (
   -- estimated fraction of the table.
   WHERE j.id = sel.id AND j.id = ANY(ARRAY(SELECT c.id FROM candidates c))
   RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
-            j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent
+            j.timeout_ms, j.priority, (extract(epoch FROM j.run_at) * 1000000)::bigint AS run_at_us,
+            sel.pos, j.trace_parent
 )
 SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
-       c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
+       c.timeout_ms, c.priority, c.run_at_us, c.pos, c.trace_parent,
        NULL::bigint AS flow_queues, NULL::timestamptz AS scanned_at,
        NULL::uuid[] AS quota_ids, NULL::integer[] AS quotas
 FROM claimed c
@@ -157,7 +161,7 @@ UNION ALL
 -- (worker.producer: an empty claim per finished job held up the next job's claim).
 -- Both were subqueries over `claimed` and `quota` here; their start-up alone was about a tenth
 -- of a one-job claim's server instructions (docs/DESIGN_DECISIONS.md, ADR-22).
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        s.flow_queues, now(), q.ids, q.quotas
 FROM served s,
      -- empty arrays, not NULL, when no queue is served (all paused): still this statement's report
@@ -354,11 +358,12 @@ claimed AS (
   FROM candidates sel
   WHERE j.id = sel.id AND j.id = ANY(ARRAY(SELECT c.id FROM candidates c))
   RETURNING j.id, j.queue_id, j.handler, j.payload, j.attempt, j.max_attempts, j.execution_seq,
-            j.timeout_ms, j.lock_expires_at, j.priority, j.run_at, sel.pos, j.trace_parent,
+            j.timeout_ms, j.priority, (extract(epoch FROM j.run_at) * 1000000)::bigint AS run_at_us,
+            sel.pos, j.trace_parent,
             j.concurrency_key, j.claimed_at
 )
 SELECT c.id, c.queue_id, c.handler, c.payload, c.attempt, c.max_attempts, c.execution_seq,
-       c.timeout_ms, c.lock_expires_at, c.priority, c.run_at, c.pos, c.trace_parent,
+       c.timeout_ms, c.priority, c.run_at_us, c.pos, c.trace_parent,
        NULL::double precision AS retry_in_ms, NULL::bigint AS flow_queues,
        NULL::integer AS recorded_starts, NULL::boolean AS drained
 FROM claimed c
@@ -371,7 +376,7 @@ UNION ALL
 -- held back by its concurrency limit (gave as many as its limit left room for). Read against
 -- the shares as quotas, a queue with no jobs (share 0) would look held back, and a fair
 -- worker would claim again on every freed slot: 2 claims per job at a trickle.
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT min(r.next_in_ms) FROM rated r WHERE r.free < $4::integer), f.n,
        CASE WHEN f.rated > 0
             THEN (SELECT codity_rate_debit(array_agg(g.queue_id), array_agg(g.key), array_agg(g.at),

@@ -11,12 +11,18 @@
 -- statement runs only when the probe finds one). `freed` wakes
 -- the workers of limited queues (below): one probe of queues per queue in the batch.
 -- A fast job may complete straight from 'claimed' (the worker marks a job running only once it
--- has run for a moment), so the worker sends when the handler started: $5.
--- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[],
--- $5 handler start times timestamptz[] (NULL where unknown).
+-- has run for a moment), so the worker sends when the handler started: $5, in whole
+-- microseconds since the Unix epoch (core.epoch: the driver builds or converts a datetime per
+-- timestamptz, a third of a batch's encoding; the integer times an interval is exact below
+-- 2^53 microseconds, the year 2255).
+-- Parameters: $1 job ids bigint[], $2 worker ids uuid[], $3 seqs integer[], $4 results jsonb[]
+-- (NULL when every result is: unnest pads a NULL array with NULLs), $5 handler start times as
+-- epoch microseconds bigint[] (NULL where unknown).
 WITH f AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::integer[], $4::jsonb[], $5::timestamptz[])
-    AS f(id, worker_id, seq, result, started_at)
+  SELECT f.id, f.worker_id, f.seq, f.result,
+         'epoch'::timestamptz + f.started_us * interval '1 microsecond' AS started_at
+  FROM unnest($1::bigint[], $2::uuid[], $3::integer[], $4::jsonb[], $5::bigint[])
+    AS f(id, worker_id, seq, result, started_us)
 ),
 done AS (
   UPDATE jobs j
