@@ -329,10 +329,17 @@ async def test_break_it_per_key_without_the_key_locks_a_key_exceeds_its_limit(
             "    PERFORM pg_sleep(0.02);\n    -- step: all fit",
         ),
     )
-    queue_id = await _per_key_queue(race_pool)
-    starts = await _rate_race(race_pool, queue_id, run_s=1.0, deadlocks_expected=True)
-    most = max(most_by_own_clock(starts, key) for key in KEYS)
-    print(f"broken: most of one key in a window: {most}")
+    # Up to three races of a second, each on a queue of its own: on a host that stalls, one
+    # second can hold too few starts to show the overrun (CI saw 6 of a key in a window on a host
+    # running at half speed, and 2 of 6 local runs then gave 6 and 7; 15-24 otherwise). A
+    # deadlock between two broken claimers also costs its race deadlock_timeout (1 s).
+    for _ in range(3):
+        queue_id = await _per_key_queue(race_pool)
+        starts = await _rate_race(race_pool, queue_id, run_s=1.0, deadlocks_expected=True)
+        most = max(most_by_own_clock(starts, key) for key in KEYS)
+        print(f"broken: most of one key in a window: {most}")
+        if most > COUNT:
+            break
     assert most > COUNT
 
 
