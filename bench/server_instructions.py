@@ -13,8 +13,9 @@ warm-up (plans made), minus a connection that only did the warm-up:
 - claim: `core.claim` of one job, N times;
 - complete: `core.complete` of one job, N times;
 - claim+complete: `core.claim` + `core.complete` in batches of B (per job);
+- enqueue_many: `core.enqueue_many` of 1,000 jobs with distinct payloads, N/100 times (per job);
 - each `--sql FILE`: the file's SQL run once beforehand in the database (a variant: a dropped
-  index, a changed trigger), then the four above again.
+  index, a changed trigger), then the five above again.
 
 Slow (every statement runs some 50 times slower under callgrind): a few minutes for the default
 300 jobs. Figures are per statement (or per job for the batch), in thousands of instructions.
@@ -45,6 +46,8 @@ from codity.db.pool import connect
 from codity.worker.connection import GENERIC_PLAN_SETTINGS
 
 WARM_UP = 10
+#: Jobs per `core.enqueue_many` call in the bulk enqueue's figure.
+BULK = 1_000
 
 
 @contextlib.contextmanager
@@ -169,6 +172,15 @@ async def measure(
         await setup.execute("VACUUM ANALYZE jobs")
         out[f"claim+complete (batch {batch}, per job)"] = (
             await _count(db, dumps, cycle, drain, max(1, n // batch)) / batch
+        )
+
+        async def bulk(conn: Any, i: int) -> None:
+            # distinct small payloads, as `codity bench enqueue` sends
+            jobs = [core.NewJob(handler="noop", payload={"i": i * BULK + k}) for k in range(BULK)]
+            await core.enqueue_many(conn, queue, jobs)
+
+        out[f"enqueue_many ({BULK:,} jobs a call, per job)"] = (
+            await _count(db, dumps, cycle, bulk, max(1, n // 100)) / BULK
         )
         await setup.close()
         return out

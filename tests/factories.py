@@ -209,15 +209,18 @@ async def make_job(
     idempotency_key: str | None = None,
     worker_id: uuid.UUID | None = None,
     leased: bool = False,
+    retry_policy_id: uuid.UUID | None = None,
+    schedule_id: uuid.UUID | None = None,
 ) -> int:
     """A job row as it sits in a status, written directly (not through core.enqueue): for the
     schema's promises, reads and isolation tests that need a row, not the enqueue path.
     `leased`: a lease running 30 s from now."""
     return await conn.fetchval(  # type: ignore[no-any-return]
         """INSERT INTO jobs (queue_id, handler, payload, status, max_attempts, attempt,
-                             idempotency_key, worker_id, lock_expires_at)
+                             idempotency_key, worker_id, lock_expires_at, retry_policy_id,
+                             schedule_id)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-                   CASE WHEN $9 THEN now() + interval '30 seconds' END)
+                   CASE WHEN $9 THEN now() + interval '30 seconds' END, $10, $11)
            RETURNING id""",
         queue_id,
         handler,
@@ -228,6 +231,8 @@ async def make_job(
         idempotency_key,
         worker_id,
         leased,
+        retry_policy_id,
+        schedule_id,
     )
 
 

@@ -453,9 +453,10 @@ jobs = Table(
     "jobs",
     metadata,
     Column("id", BigInteger, Identity(always=False), primary_key=True),
-    Column(
-        "queue_id", UUID(as_uuid=True), ForeignKey("queues.id", ondelete="CASCADE"), nullable=False
-    ),
+    # queue_id, retry_policy_id and schedule_id have no foreign keys (migration 0036): triggers
+    # check them once per statement with the keys' row lock, and do what CASCADE (a deleted
+    # queue's jobs) and SET NULL (a deleted policy or schedule) did.
+    Column("queue_id", UUID(as_uuid=True), nullable=False),
     Column("handler", Text, nullable=False),
     Column("payload", JOBS_PAYLOAD, nullable=False, server_default=text("'{}'::jsonb")),
     Column("status", job_status, nullable=False),
@@ -463,12 +464,7 @@ jobs = Table(
     Column("run_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("attempt", Integer, nullable=False, server_default=text("0")),
     Column("max_attempts", JOBS_MAX_ATTEMPTS, nullable=False),
-    Column(
-        "retry_policy_id",
-        UUID(as_uuid=True),
-        ForeignKey("retry_policies.id", ondelete="SET NULL"),
-        nullable=True,
-    ),
+    Column("retry_policy_id", UUID(as_uuid=True), nullable=True),
     Column("timeout_ms", JOBS_TIMEOUT_MS, nullable=True),
     Column("idempotency_key", Text, nullable=True),
     # Flow control: jobs sharing a key share the queue's key_concurrency_limit (and, with
@@ -478,12 +474,7 @@ jobs = Table(
     # instead of making a new one (core/enqueue.py). NULL for jobs enqueued without it.
     Column("unique_key", Text, nullable=True),
     Column("batch_id", UUID(as_uuid=True), nullable=True),
-    Column(
-        "schedule_id",
-        UUID(as_uuid=True),
-        ForeignKey("scheduled_jobs.id", ondelete="SET NULL"),
-        nullable=True,
-    ),
+    Column("schedule_id", UUID(as_uuid=True), nullable=True),
     Column(
         "pending_dependencies", JOBS_PENDING_DEPENDENCIES, nullable=False, server_default=text("0")
     ),
