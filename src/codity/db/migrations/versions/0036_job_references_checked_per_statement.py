@@ -179,23 +179,14 @@ END
 $$
 """
 
-FORGET_DELETED_POLICIES = """
-CREATE FUNCTION codity_forget_deleted_retry_policies() RETURNS trigger
+# SET NULL for either parent: TG_ARGV[0] names the column of jobs that pointed at the deleted
+# rows. Dynamic SQL, planned per delete statement: deletes of policies and schedules are rare.
+FORGET_DELETED_PARENTS = """
+CREATE FUNCTION codity_forget_deleted_job_parents() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE jobs SET retry_policy_id = NULL
-  WHERE retry_policy_id = ANY(ARRAY(SELECT id FROM codity_deleted_retry_policies));
-  RETURN NULL;
-END
-$$
-"""
-
-FORGET_DELETED_SCHEDULES = """
-CREATE FUNCTION codity_forget_deleted_schedules() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-  UPDATE jobs SET schedule_id = NULL
-  WHERE schedule_id = ANY(ARRAY(SELECT id FROM codity_deleted_schedules));
+  EXECUTE format('UPDATE jobs SET %1$I = NULL '
+                 'WHERE %1$I = ANY(ARRAY(SELECT id FROM codity_deleted_parents))', TG_ARGV[0]);
   RETURN NULL;
 END
 $$
@@ -216,23 +207,28 @@ TRIGGERS = (
     "REFERENCING OLD TABLE AS codity_deleted_queues FOR EACH STATEMENT "
     "EXECUTE FUNCTION codity_delete_queue_jobs()",
     "CREATE TRIGGER retry_policies_forget_deleted AFTER DELETE ON retry_policies "
-    "REFERENCING OLD TABLE AS codity_deleted_retry_policies FOR EACH STATEMENT "
-    "EXECUTE FUNCTION codity_forget_deleted_retry_policies()",
+    "REFERENCING OLD TABLE AS codity_deleted_parents FOR EACH STATEMENT "
+    "EXECUTE FUNCTION codity_forget_deleted_job_parents('retry_policy_id')",
     "CREATE TRIGGER scheduled_jobs_forget_deleted AFTER DELETE ON scheduled_jobs "
-    "REFERENCING OLD TABLE AS codity_deleted_schedules FOR EACH STATEMENT "
-    "EXECUTE FUNCTION codity_forget_deleted_schedules()",
+    "REFERENCING OLD TABLE AS codity_deleted_parents FOR EACH STATEMENT "
+    "EXECUTE FUNCTION codity_forget_deleted_job_parents('schedule_id')",
 )
 
-DROPPED = (
-    ("scheduled_jobs_forget_deleted", "scheduled_jobs", "codity_forget_deleted_schedules()"),
-    (
-        "retry_policies_forget_deleted",
-        "retry_policies",
-        "codity_forget_deleted_retry_policies()",
-    ),
-    ("queues_delete_jobs", "queues", "codity_delete_queue_jobs()"),
-    ("jobs_check_reference_change", "jobs", "codity_check_job_reference_change()"),
-    ("jobs_check_references", "jobs", "codity_check_job_references()"),
+#: (trigger, table) in the reverse order of TRIGGERS; then the functions, callers first.
+DROPPED_TRIGGERS = (
+    ("scheduled_jobs_forget_deleted", "scheduled_jobs"),
+    ("retry_policies_forget_deleted", "retry_policies"),
+    ("queues_delete_jobs", "queues"),
+    ("jobs_check_reference_change", "jobs"),
+    ("jobs_check_references", "jobs"),
+)
+DROPPED_FUNCTIONS = (
+    "codity_forget_deleted_job_parents()",
+    "codity_delete_queue_jobs()",
+    "codity_check_job_reference_change()",
+    "codity_check_job_references()",
+    "codity_require_job_references(uuid[], uuid[], uuid[])",
+    "codity_missing_job_reference(text, text, text, uuid)",
 )
 
 
@@ -245,8 +241,7 @@ def upgrade() -> None:
         CHECK_INSERTED,
         CHECK_CHANGED,
         DELETE_QUEUE_JOBS,
-        FORGET_DELETED_POLICIES,
-        FORGET_DELETED_SCHEDULES,
+        FORGET_DELETED_PARENTS,
     ):
         op.execute(function)
     for trigger in TRIGGERS:
@@ -254,11 +249,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for trigger, table, function in DROPPED:
+    for trigger, table in DROPPED_TRIGGERS:
         op.execute(f"DROP TRIGGER {trigger} ON {table}")
+    for function in DROPPED_FUNCTIONS:
         op.execute(f"DROP FUNCTION {function}")
-    op.execute("DROP FUNCTION codity_require_job_references(uuid[], uuid[], uuid[])")
-    op.execute("DROP FUNCTION codity_missing_job_reference(text, text, text, uuid)")
     # Rows the triggers' era left without a parent would fail the keys: none should exist (the
     # triggers keep the same promises), but a hand-written row might; do what the keys would.
     op.execute(
