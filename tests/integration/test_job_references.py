@@ -44,13 +44,15 @@ async def test_a_job_of_a_queue_that_does_not_exist_is_refused(db: Conn) -> None
     assert await db.fetchval("SELECT count(*) FROM jobs") == 0
 
 
-@pytest.mark.parametrize(
-    ("column", "constraint"),
-    [
-        ("retry_policy_id", "fk_jobs_retry_policy_id_retry_policies"),
-        ("schedule_id", "fk_jobs_schedule_id_scheduled_jobs"),
-    ],
-)
+#: (column of jobs, the constraint name its check raises): the three references of a job.
+REFERENCES = [
+    ("queue_id", "fk_jobs_queue_id_queues"),
+    ("retry_policy_id", "fk_jobs_retry_policy_id_retry_policies"),
+    ("schedule_id", "fk_jobs_schedule_id_scheduled_jobs"),
+]
+
+
+@pytest.mark.parametrize(("column", "constraint"), REFERENCES[1:])
 async def test_a_job_naming_a_missing_policy_or_schedule_is_refused(
     db: Conn, column: str, constraint: str
 ) -> None:
@@ -88,14 +90,7 @@ async def test_references_that_exist_are_accepted(db: Conn) -> None:
     assert (row["retry_policy_id"], row["schedule_id"]) == (policy_id, schedule_id)
 
 
-@pytest.mark.parametrize(
-    ("column", "constraint"),
-    [
-        ("queue_id", "fk_jobs_queue_id_queues"),
-        ("retry_policy_id", "fk_jobs_retry_policy_id_retry_policies"),
-        ("schedule_id", "fk_jobs_schedule_id_scheduled_jobs"),
-    ],
-)
+@pytest.mark.parametrize(("column", "constraint"), REFERENCES)
 async def test_an_update_to_a_missing_parent_is_refused(
     db: Conn, column: str, constraint: str
 ) -> None:
