@@ -24,7 +24,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import asyncpg
 
-from codity.db.queries import sql
+from codity.db.queries import spliced
 from codity.domain.errors import ConfigurationError
 
 T = TypeVar("T")
@@ -33,10 +33,16 @@ Row = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Query:
-    """One named statement (`db/sql/*.sql`) and its positional arguments."""
+    """One named statement (`db/sql/*.sql`), the named fragments spliced into it (see
+    `db.queries.spliced`), and its positional arguments."""
 
     name: str
     args: tuple[Any, ...]
+    fragments: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return spliced(self.name, *self.fragments)
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,7 @@ class AsyncpgDriver:
         self._conn = conn
 
     async def fetch(self, query: Query) -> list[Row]:
-        rows: list[Row] = await self._conn.fetch(sql(query.name), *query.args)
+        rows: list[Row] = await self._conn.fetch(query.text, *query.args)
         return rows
 
     @contextlib.asynccontextmanager
@@ -170,7 +176,7 @@ class PsycopgAsyncDriver:
         from psycopg.rows import dict_row
 
         async with AsyncRawCursor(self._conn, row_factory=dict_row) as cur:
-            await cur.execute(sql(query.name), query.args)
+            await cur.execute(query.text, query.args)
             if cur.description is None:
                 return []
             return list(await cur.fetchall())
@@ -205,7 +211,7 @@ class PsycopgDriver:
         from psycopg.rows import dict_row
 
         with RawCursor(self._conn, row_factory=dict_row) as cur:
-            cur.execute(sql(query.name), query.args)
+            cur.execute(query.text, query.args)
             if cur.description is None:
                 return []
             return list(cur.fetchall())

@@ -183,11 +183,17 @@ class _Columns:
                     self.unique_key[0],
                     project_id,
                 ),
+                ("insert_job_first_key_wins",) if self.idempotency_key[0] is not None else (),
             )
-        return Query("insert_jobs", self._insert_jobs_args(queue_id, notify, project_id))
+        keyed = any(k is not None for k in self.idempotency_key)
+        return Query(
+            "insert_jobs",
+            self._insert_jobs_args(queue_id, notify, project_id, keyed),
+            ("insert_jobs_first_key_wins",) if keyed else (),
+        )
 
     def _insert_jobs_args(
-        self, queue_id: UUID, notify: bool, project_id: UUID | None
+        self, queue_id: UUID, notify: bool, project_id: UUID | None, keyed: bool
     ) -> tuple[Any, ...]:
         return (
             queue_id,
@@ -205,7 +211,7 @@ class _Columns:
             _uniform(self.schedule_id),
             notify,
             self.size,
-            any(k is not None for k in self.idempotency_key),
+            keyed,
             _uniform(self.trace_parent),
             _uniform(self.concurrency_key),
             _uniform(self.unique_key),

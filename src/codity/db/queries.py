@@ -7,7 +7,9 @@ comment lines under it document the statement and stay in the text sent to the s
 Two ways to call a statement:
 
 - `sql(name)`: the text as written, with positional `$1, $2...` parameters (the engine's
-  hot-path statements: claim, lease, outcomes, enqueue).
+  hot-path statements: claim, lease, outcomes, enqueue); `spliced(name, *fragments)`: the same
+  with named fragments put in at their marks (a clause only some calls need, e.g. the bulk
+  enqueue's ON CONFLICT when a job has an idempotency key).
 - `bind(name, *fragments, **params)`: statements that name their parameters (`:project_id`),
   the API's. A statement with a `/*fragments*/` mark takes named fragments (themselves named
   statements, e.g. `AND j.status = ANY(:statuses::job_status[])`) there, so each list filter
@@ -102,9 +104,10 @@ class Bound:
 
 
 @lru_cache(maxsize=512)
-def _numbered(statement: str, fragments: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
-    """The text of `statement` with `fragments` spliced in, and the parameter names in `$n`
-    order."""
+def spliced(statement: str, /, *fragments: str) -> str:
+    """The text of `statement` with the named `fragments` spliced in at their marks
+    (`/*fragments*/`, or the `/*<slot>*/` a fragment's `-- slot:` line names); with none, the
+    statement as written. Each set of fragments is a statement text of its own."""
     text = sql(statement)
     by_slot: dict[str, list[str]] = {}
     for fragment in fragments:
@@ -115,9 +118,18 @@ def _numbered(statement: str, fragments: tuple[str, ...]) -> tuple[str, tuple[st
         mark = f"/*{slot}*/"
         if mark not in text:
             raise ValueError(f"SQL statement {statement!r} has no {mark} for {fragments}")
+        if text.count(mark) > 1:  # a mark in a comment too would splice the fragment there
+            raise ValueError(f"SQL statement {statement!r} has {mark} more than once")
         # The mark stays in front of what is spliced (it is a comment): EXPLAIN output then
         # shows where each condition came from.
         text = text.replace(mark, mark + "\n" + "\n".join(bodies))
+    return text
+
+
+@lru_cache(maxsize=512)
+def _numbered(statement: str, fragments: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The text of `statement` with `fragments` spliced in, and the parameter names in `$n`
+    order."""
     order: list[str] = []
 
     def number(match: re.Match[str]) -> str:
@@ -128,7 +140,7 @@ def _numbered(statement: str, fragments: tuple[str, ...]) -> tuple[str, tuple[st
             order.append(param)
         return f"${order.index(param) + 1}"
 
-    return _TOKENS.sub(number, text), tuple(order)
+    return _TOKENS.sub(number, spliced(statement, *fragments)), tuple(order)
 
 
 def bind(statement: str, /, *fragments: str, **params: Any) -> Bound:

@@ -216,17 +216,17 @@ async def test_20_concurrent_unique_enqueues_make_one_job(
     assert await _jobs(db, queue_id) == 1
 
 
-def _without_the_key_lock(real: Callable[[str], str]) -> Callable[[str], str]:
-    def sql(name: str) -> str:
+def _without_the_key_lock(real: Callable[..., str]) -> Callable[..., str]:
+    def spliced(name: str, *fragments: str) -> str:
         if name == "lock_unique_keys":
             # Same parameters and reply, no lock.
             return (
                 "SELECT cardinality($2::text[]) AS locked, $1::uuid AS queue, "
                 "current_setting('transaction_isolation') AS isolation"
             )
-        return real(name)
+        return real(name, *fragments)
 
-    return sql
+    return spliced
 
 
 async def test_break_it_without_the_key_lock_concurrent_enqueues_make_duplicates(
@@ -237,7 +237,7 @@ async def test_break_it_without_the_key_lock_concurrent_enqueues_make_duplicates
 ) -> None:
     """The same race with the lock statement replaced by one that locks nothing: every
     enqueuer looks the key up before any of them commits, and each makes its own job."""
-    monkeypatch.setattr(core_drivers, "sql", _without_the_key_lock(core_drivers.sql))
+    monkeypatch.setattr(core_drivers, "spliced", _without_the_key_lock(core_drivers.spliced))
     ids = await _race(database_url, queue_id)
     assert len(set(ids)) > 1
     assert await _jobs(db, queue_id) > 1

@@ -70,3 +70,30 @@ def test_every_api_statement_binds() -> None:
             text, order = queries._numbered(name, ())
             assert not re.search(r"(?<![:\w]):[a-z_]", _code(text)), name
             assert len(order) == len(set(order))
+
+
+def test_a_positional_statement_takes_its_fragment_only_when_asked() -> None:
+    """The bulk enqueue: ON CONFLICT (and its ORDER BY) only in the keyed statement's text."""
+    plain = queries.spliced("insert_jobs")
+    keyed = queries.spliced("insert_jobs", "insert_jobs_first_key_wins")
+    assert plain == queries.sql("insert_jobs")
+    assert "ON CONFLICT (queue_id" not in plain
+    assert "ORDER BY ord\nON CONFLICT (queue_id, idempotency_key)" in keyed
+    clause = keyed.index("ON CONFLICT (queue_id")
+    assert keyed.index("/*first_key_wins*/\n") < clause < keyed.index("RETURNING id, status")
+    assert "$20::uuid" in keyed  # positional parameters are left as written
+
+
+def test_a_mark_written_twice_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mark named in a comment too would splice the fragment into the comment as well."""
+    monkeypatch.setattr(
+        queries,
+        "sql",
+        {"s": "SELECT 1 -- see /*fragments*/\nWHERE true /*fragments*/", "f": "AND 2"}.__getitem__,
+    )
+    queries.spliced.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="more than once"):
+            queries.spliced("s", "f")
+    finally:
+        queries.spliced.cache_clear()

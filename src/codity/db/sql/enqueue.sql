@@ -52,7 +52,8 @@ LIMIT 2;
 -- statement works the same on any driver whatever its jsonb codec. Ids are drawn from the
 -- identity sequence up front (a regclass constant: no catalogue lookup per row) so the caller
 -- can map each result to its input row, including rows skipped by an idempotency-key conflict
--- (DO NOTHING: a repeat returns the existing job, it does not fail). The reply is one row of
+-- (insert_jobs_first_key_wins, an ON CONFLICT spliced in only when a job has a key: a repeat
+-- returns the existing job, it does not fail). The reply is one row of
 -- arrays, not one row per job; the inserted ids and statuses come back only when a chunk can
 -- differ from its input ($16: some row has an idempotency key; or more than one status).
 -- $14 says whether to wake workers: a bulk enqueue split over several statements in one
@@ -123,8 +124,7 @@ ins AS (
          retry_policy_id, COALESCE(timeout_ms, queue.default_timeout_ms), idempotency_key,
          batch_id, schedule_id, pending, trace_parent, concurrency_key, unique_key
   FROM input CROSS JOIN queue
-  ORDER BY ord
-  ON CONFLICT (queue_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  /*first_key_wins*/
   RETURNING id, status
 ),
 made AS (
@@ -184,7 +184,7 @@ ins AS (
          $11::uuid, COALESCE($9::integer, queue.default_timeout_ms), $7::text,
          $8::uuid, $13::uuid, $12::integer, $15::text, $16::text, $17::text
   FROM input CROSS JOIN queue
-  ON CONFLICT (queue_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  /*first_key_wins*/
   RETURNING id, status
 ),
 wake AS (
@@ -197,6 +197,22 @@ SELECT ARRAY[i.new_id] AS new_ids,
        (SELECT count(*) FROM wake) AS notified,
        EXISTS (SELECT 1 FROM queue) AS queue_found
 FROM input i;
+
+-- name: insert_jobs_first_key_wins
+-- slot: first_key_wins
+-- Spliced into insert_jobs when a job of the chunk has an idempotency key (core/enqueue.py): a
+-- key the queue already holds skips its row (DO NOTHING: the repeat answers with the existing
+-- job), and of two rows of the chunk with one key the first wins (rows go in in input order).
+-- Without a key no row can conflict (the unique index is partial), and the statement goes
+-- without: ON CONFLICT makes every row a speculative insertion (a token, a second WAL record
+-- and a buffer lock per row, whether or not it has a key), and the ORDER BY a sort.
+ORDER BY ord
+ON CONFLICT (queue_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+
+-- name: insert_job_first_key_wins
+-- slot: first_key_wins
+-- insert_job's: spliced when the job has an idempotency key (see insert_jobs_first_key_wins).
+ON CONFLICT (queue_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
 -- name: jobs_by_idempotency_key
 -- The existing jobs a repeated idempotency key refers to.
