@@ -1080,10 +1080,10 @@ ENGINE_NOTES = [
 HISTORY_NOTES = [
     "The throughput drain (20,000 jobs, 2 workers × 100) on a database copied from a template",
     "(a file copy, before the clock starts) that holds 1,000,000 completed jobs and their",
-    "execution rows (vacuumed and analysed), beside the same drain on empty tables. The new",
-    "jobs land in the free space the finished ones leave on their pages (PostgreSQL's free",
-    "space map): each of the 20,000 on a page of its own among the history, where the empty",
-    "tables hold them some fifty to a page.",
+    "execution rows, beside the same drain on empty tables. The history is made by the engine,",
+    "as production makes it (enqueued, claimed and completed in batches of 1,000), then",
+    "vacuumed and analysed; the drain's new jobs land in the free space it leaves on its pages",
+    "(about five to a page, against some fifty to a page in empty tables).",
 ]
 TRACING_NOTES = [
     "The throughput drain in four modes, each run in a process of its own (bench/tracing_mode.py),",

@@ -1,5 +1,5 @@
-"""`codity bench history` copies a template of a million finished jobs before every timed
-drain. The copy is a file copy (`STRATEGY = FILE_COPY`): PostgreSQL 15's default, WAL_LOG,
+"""`codity bench history`: a template of finished jobs, made by the engine, copied before every
+timed drain. The copy is a file copy (`STRATEGY = FILE_COPY`): PostgreSQL 15's default, WAL_LOG,
 writes the whole template through shared buffers and the WAL, and the drain that followed spent
 part of its window writing that copy out."""
 
@@ -46,3 +46,29 @@ async def test_a_copy_of_the_history_template_is_a_file_copy(pg_server_url: str)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
         await admin.close()
+
+
+async def test_the_history_template_holds_finished_jobs_each_with_its_execution(
+    pg_server_url: str,
+) -> None:
+    finished = 2_500  # more than one round's claim batch, and a partial last batch
+    async with benchmarks.history_template(pg_server_url, finished) as template:
+        conn = await asyncpg.connect(plain_dsn(with_database(pg_server_url, template)))
+        try:
+            row = await conn.fetchrow(
+                "SELECT count(*) AS jobs, count(*) FILTER (WHERE status = 'completed') AS done,"
+                " count(DISTINCT queue_id) AS queues,"
+                " (SELECT count(*) FROM job_executions e WHERE e.status = 'completed'"
+                "   AND e.job_id = ANY(ARRAY(SELECT id FROM jobs))) AS executions,"
+                " (SELECT name FROM queues) AS queue"
+                " FROM jobs"
+            )
+        finally:
+            await conn.close()
+    assert dict(row) == {
+        "jobs": finished,
+        "done": finished,
+        "queues": 1,
+        "executions": finished,
+        "queue": benchmarks.BENCH_QUEUE,
+    }
