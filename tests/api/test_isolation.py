@@ -229,12 +229,14 @@ async def test_with_unscoped_statements_the_detector_flags_every_probe(
     assert sum(a != b for a, b in zip(scoped.values(), unscoped.values(), strict=True)) >= 30
     monkeypatch.setattr(queries, "all_queries", lambda: unscoped)
     queries._numbered.cache_clear()
+    queries._spliced.cache_clear()  # the engine's statements with fragments (an enqueue's)
     try:
         probes, failures = await _reference_failures(
             client, api_db, owner, outsider, other_project, colleague, controls=False
         )
     finally:
         queries._numbered.cache_clear()
+        queries._spliced.cache_clear()
     flagged = {str(f.probe) for f in failures}
     missed = [str(p) for p in probes if str(p) not in flagged]
     assert missed == [], f"removing the tenant condition went unnoticed on: {missed}"

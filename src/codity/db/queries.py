@@ -76,6 +76,8 @@ _TOKENS = re.compile(
 #: names its slot on a `-- slot: <slot>` line (a statement with a condition in a subquery too).
 _SLOT = re.compile(r"^--\s*slot:\s*([a-z_]+)\s*$", re.MULTILINE)
 DEFAULT_SLOT = "fragments"
+#: A mark (replaced by NUL for the search) after `--` on its line.
+_MARK_IN_COMMENT = re.compile(r"--[^\n]*\0")
 
 
 @dataclass(frozen=True)
@@ -103,11 +105,19 @@ class Bound:
         return status
 
 
-@lru_cache(maxsize=512)
 def spliced(statement: str, /, *fragments: str) -> str:
     """The text of `statement` with the named `fragments` spliced in at their marks
     (`/*fragments*/`, or the `/*<slot>*/` a fragment's `-- slot:` line names); with none, the
     statement as written. Each set of fragments is a statement text of its own."""
+    return _spliced(statement, fragments) if fragments else sql(statement)
+
+
+@lru_cache(maxsize=512)
+def _spliced(statement: str, fragments: tuple[str, ...]) -> str:
+    return _splice(statement, fragments)
+
+
+def _splice(statement: str, fragments: tuple[str, ...]) -> str:
     text = sql(statement)
     by_slot: dict[str, list[str]] = {}
     for fragment in fragments:
@@ -118,8 +128,9 @@ def spliced(statement: str, /, *fragments: str) -> str:
         mark = f"/*{slot}*/"
         if mark not in text:
             raise ValueError(f"SQL statement {statement!r} has no {mark} for {fragments}")
-        if text.count(mark) > 1:  # a mark in a comment too would splice the fragment there
-            raise ValueError(f"SQL statement {statement!r} has {mark} more than once")
+        if _MARK_IN_COMMENT.search(text.replace(mark, "\0")):
+            # the fragment would be spliced into the comment too, its first line commented out
+            raise ValueError(f"SQL statement {statement!r} names {mark} in a comment")
         # The mark stays in front of what is spliced (it is a comment): EXPLAIN output then
         # shows where each condition came from.
         text = text.replace(mark, mark + "\n" + "\n".join(bodies))
@@ -140,7 +151,7 @@ def _numbered(statement: str, fragments: tuple[str, ...]) -> tuple[str, tuple[st
             order.append(param)
         return f"${order.index(param) + 1}"
 
-    return _TOKENS.sub(number, spliced(statement, *fragments)), tuple(order)
+    return _TOKENS.sub(number, _splice(statement, fragments)), tuple(order)
 
 
 def bind(statement: str, /, *fragments: str, **params: Any) -> Bound:

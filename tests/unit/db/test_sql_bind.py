@@ -84,16 +84,20 @@ def test_a_positional_statement_takes_its_fragment_only_when_asked() -> None:
     assert "$20::uuid" in keyed  # positional parameters are left as written
 
 
-def test_a_mark_written_twice_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mark named in a comment too would splice the fragment into the comment as well."""
-    monkeypatch.setattr(
-        queries,
-        "sql",
-        {"s": "SELECT 1 -- see /*fragments*/\nWHERE true /*fragments*/", "f": "AND 2"}.__getitem__,
-    )
-    queries.spliced.cache_clear()
+def test_a_mark_named_in_a_comment_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mark quoted in a comment would take the fragment too, its first line commented out and
+    the rest loose in the statement (the first draft of insert_jobs's mark did exactly that).
+    A mark written twice in the statement itself is fine: each gets the fragments."""
+    texts = {
+        "commented": "-- see /*fragments*/\nSELECT 1 WHERE true /*fragments*/",
+        "twice": "SELECT 1 WHERE true /*fragments*/ UNION ALL SELECT 2 WHERE true /*fragments*/",
+        "f": "AND 2 > 1",
+    }
+    monkeypatch.setattr(queries, "sql", texts.__getitem__)
+    queries._spliced.cache_clear()
     try:
-        with pytest.raises(ValueError, match="more than once"):
-            queries.spliced("s", "f")
+        with pytest.raises(ValueError, match="in a comment"):
+            queries.spliced("commented", "f")
+        assert queries.spliced("twice", "f").count("AND 2 > 1") == 2
     finally:
-        queries.spliced.cache_clear()
+        queries._spliced.cache_clear()
