@@ -358,6 +358,30 @@ async def latency(server_url: str, count: int, rate: float) -> Latency:
     )
 
 
+async def _bench_worker(pool: asyncpg.Pool[Any], queue_id: uuid.UUID, capacity: int) -> uuid.UUID:
+    """A registered worker of the bench queue, for loops that claim without a `Worker`."""
+    return await core.register_worker(
+        pool,
+        hostname="bench",
+        pid=0,
+        version=VERSION,
+        capacity=capacity,
+        queue_ids=[queue_id],
+        queue_names=[BENCH_QUEUE],
+    )
+
+
+async def _claim_and_complete(
+    conn: Any, worker_id: uuid.UUID, queue_id: uuid.UUID, batch: int, lease_ms: int
+) -> int:
+    """Claim and complete batches of the queue's jobs until it is dry; the jobs done."""
+    done = 0
+    while claimed := await core.claim(conn, worker_id, [queue_id], batch, lease_ms):
+        await core.complete(conn, [core.Completion(fence=j.fence) for j in claimed])
+        done += len(claimed)
+    return done
+
+
 async def engine(server_url: str, jobs: int, loops: int, batch: int) -> Throughput:
     async with scratch_database(server_url) as url:
         pool = await create_pool(
@@ -366,28 +390,13 @@ async def engine(server_url: str, jobs: int, loops: int, batch: int) -> Throughp
         try:
             queue_id = await _make_queue(pool)
             await _fill(pool, queue_id, jobs, "noop")
-            worker_ids = [
-                await core.register_worker(
-                    pool,
-                    hostname="bench",
-                    pid=0,
-                    version=VERSION,
-                    capacity=batch,
-                    queue_ids=[queue_id],
-                    queue_names=[BENCH_QUEUE],
-                )
-                for _ in range(loops)
-            ]
+            worker_ids = [await _bench_worker(pool, queue_id, batch) for _ in range(loops)]
 
             async def loop(worker_id: uuid.UUID) -> int:
                 # One connection held per loop, as the worker's producer and completer hold
                 # theirs (a pooled statement costs a RESET round trip when it goes back).
-                done = 0
                 async with pool.acquire() as conn:
-                    while claimed := await core.claim(conn, worker_id, [queue_id], batch, 30_000):
-                        await core.complete(conn, [core.Completion(fence=j.fence) for j in claimed])
-                        done += len(claimed)
-                return done
+                    return await _claim_and_complete(conn, worker_id, queue_id, batch, 30_000)
 
             started = time.perf_counter()
             counts = await asyncio.gather(*(loop(w) for w in worker_ids))
@@ -704,22 +713,13 @@ async def history_template(server_url: str, finished: int) -> AsyncIterator[str]
         pool = await create_pool(url, min_size=1, max_size=2, application_name="codity-bench")
         try:
             queue_id = await _make_queue(pool)
-            worker_id = await core.register_worker(
-                pool,
-                hostname="bench",
-                pid=0,
-                version=VERSION,
-                capacity=HISTORY_BATCH,
-                queue_ids=[queue_id],
-                queue_names=[BENCH_QUEUE],
-            )
+            worker_id = await _bench_worker(pool, queue_id, HISTORY_BATCH)
             async with pool.acquire() as conn:
                 for start in range(0, finished, HISTORY_ROUND):
                     await _fill(pool, queue_id, min(HISTORY_ROUND, finished - start), "noop")
-                    while claimed := await core.claim(
-                        conn, worker_id, [queue_id], HISTORY_BATCH, HISTORY_LEASE_MS
-                    ):
-                        await core.complete(conn, [core.Completion(fence=j.fence) for j in claimed])
+                    await _claim_and_complete(
+                        conn, worker_id, queue_id, HISTORY_BATCH, HISTORY_LEASE_MS
+                    )
                 await conn.execute("VACUUM ANALYZE")
         finally:
             await pool.close()
