@@ -114,10 +114,6 @@ def spliced(statement: str, /, *fragments: str) -> str:
 
 @lru_cache(maxsize=512)
 def _spliced(statement: str, fragments: tuple[str, ...]) -> str:
-    return _splice(statement, fragments)
-
-
-def _splice(statement: str, fragments: tuple[str, ...]) -> str:
     text = sql(statement)
     by_slot: dict[str, list[str]] = {}
     for fragment in fragments:
@@ -151,7 +147,7 @@ def _numbered(statement: str, fragments: tuple[str, ...]) -> tuple[str, tuple[st
             order.append(param)
         return f"${order.index(param) + 1}"
 
-    return _TOKENS.sub(number, _splice(statement, fragments)), tuple(order)
+    return _TOKENS.sub(number, _spliced(statement, fragments)), tuple(order)
 
 
 def bind(statement: str, /, *fragments: str, **params: Any) -> Bound:
