@@ -22,6 +22,7 @@ from tests.factories import (
 )
 
 from codity import core
+from codity.db import migrate
 from codity.db.pool import connect
 
 Conn = asyncpg.Connection  # the `db` fixture
@@ -29,6 +30,22 @@ Conn = asyncpg.Connection  # the `db` fixture
 
 async def _jobs_of(db: Conn, queue_id: uuid.UUID) -> int:
     return int(await db.fetchval("SELECT count(*) FROM jobs WHERE queue_id = $1", queue_id))
+
+
+async def _job_naming_a_policy_and_a_schedule(db: Conn) -> tuple[int, uuid.UUID, uuid.UUID]:
+    """(job id, its retry policy, its schedule), all three existing."""
+    tenant = await make_tenant(db)
+    policy_id = await make_retry_policy(db, tenant.project_id)
+    queue_id = await make_queue(db, tenant.project_id)
+    schedule_id = await make_schedule(db, queue_id, next_run_at=datetime.now(UTC))
+    job_id = await make_job(db, queue_id, retry_policy_id=policy_id, schedule_id=schedule_id)
+    return job_id, policy_id, schedule_id
+
+
+async def _policy_and_schedule_of(db: Conn, job_id: int) -> tuple[object, object]:
+    row = await db.fetchrow("SELECT retry_policy_id, schedule_id FROM jobs WHERE id = $1", job_id)
+    assert row is not None
+    return row["retry_policy_id"], row["schedule_id"]
 
 
 # --- a reference to nothing is refused, as the foreign key refused it ------------------------
@@ -80,14 +97,8 @@ async def test_one_bad_row_of_a_many_row_statement_refuses_the_statement(db: Con
 
 
 async def test_references_that_exist_are_accepted(db: Conn) -> None:
-    tenant = await make_tenant(db)
-    policy_id = await make_retry_policy(db, tenant.project_id)
-    queue_id = await make_queue(db, tenant.project_id)
-    schedule_id = await make_schedule(db, queue_id, next_run_at=datetime.now(UTC))
-    job_id = await make_job(db, queue_id, retry_policy_id=policy_id, schedule_id=schedule_id)
-    row = await db.fetchrow("SELECT retry_policy_id, schedule_id FROM jobs WHERE id = $1", job_id)
-    assert row is not None
-    assert (row["retry_policy_id"], row["schedule_id"]) == (policy_id, schedule_id)
+    job_id, policy_id, schedule_id = await _job_naming_a_policy_and_a_schedule(db)
+    assert await _policy_and_schedule_of(db, job_id) == (policy_id, schedule_id)
 
 
 @pytest.mark.parametrize(("column", "constraint"), REFERENCES)
@@ -133,18 +144,45 @@ async def test_deleting_a_queue_deletes_its_jobs_and_their_executions(db: Conn) 
 
 
 async def test_deleting_a_policy_or_a_schedule_keeps_the_jobs_and_forgets_it(db: Conn) -> None:
-    tenant = await make_tenant(db)
-    policy_id = await make_retry_policy(db, tenant.project_id)
-    queue_id = await make_queue(db, tenant.project_id)
-    schedule_id = await make_schedule(db, queue_id, next_run_at=datetime.now(UTC))
-    job_id = await make_job(db, queue_id, retry_policy_id=policy_id, schedule_id=schedule_id)
+    job_id, policy_id, schedule_id = await _job_naming_a_policy_and_a_schedule(db)
 
     await db.execute("DELETE FROM retry_policies WHERE id = $1", policy_id)
     await db.execute("DELETE FROM scheduled_jobs WHERE id = $1", schedule_id)
 
-    row = await db.fetchrow("SELECT retry_policy_id, schedule_id FROM jobs WHERE id = $1", job_id)
-    assert row is not None
-    assert (row["retry_policy_id"], row["schedule_id"]) == (None, None)
+    assert await _policy_and_schedule_of(db, job_id) == (None, None)
+
+
+async def test_the_downgrade_does_to_orphans_what_the_keys_would_have_done(
+    empty_database_url: str,
+) -> None:
+    """Back to 0035, the keys return; a row left without a parent (written with the triggers
+    off) is first deleted (no queue) or loses its reference (no policy, no schedule)."""
+    migrate.upgrade(empty_database_url)
+    db = await connect(empty_database_url)
+    try:
+        job_id, policy_id, schedule_id = await _job_naming_a_policy_and_a_schedule(db)
+        queue_id = await make_queue(db)
+        orphan = await make_job(db, queue_id)
+        await db.execute("SET session_replication_role = replica")  # no triggers: parents go
+        await db.execute("DELETE FROM retry_policies WHERE id = $1", policy_id)
+        await db.execute("DELETE FROM scheduled_jobs WHERE id = $1", schedule_id)
+        await db.execute("DELETE FROM queues WHERE id = $1", queue_id)
+        await db.execute("RESET session_replication_role")
+
+        await asyncio.to_thread(migrate.downgrade, empty_database_url, "0035")
+
+        assert await _policy_and_schedule_of(db, job_id) == (None, None)
+        assert await db.fetchval("SELECT count(*) FROM jobs WHERE id = $1", orphan) == 0
+        keys = await db.fetch(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'jobs'::regclass AND contype = 'f'"
+        )
+        assert {
+            "fk_jobs_queue_id_queues",
+            "fk_jobs_retry_policy_id_retry_policies",
+            "fk_jobs_schedule_id_scheduled_jobs",
+        } <= {k["conname"] for k in keys}
+    finally:
+        await db.close()
 
 
 async def test_a_queue_is_deleted_only_under_read_committed(db: Conn) -> None:

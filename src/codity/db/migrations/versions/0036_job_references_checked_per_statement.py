@@ -256,18 +256,15 @@ def downgrade() -> None:
         op.execute(f"DROP TRIGGER {trigger} ON {table}")
     for function in DROPPED_FUNCTIONS:
         op.execute(f"DROP FUNCTION {function}")
-    # Rows the triggers' era left without a parent would fail the keys: none should exist (the
-    # triggers keep the same promises), but a hand-written row might; do what the keys would.
-    op.execute(
-        "DELETE FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = j.queue_id)"
-    )
-    op.execute(
-        "UPDATE jobs j SET retry_policy_id = NULL WHERE retry_policy_id IS NOT NULL "
-        "AND NOT EXISTS (SELECT 1 FROM retry_policies p WHERE p.id = j.retry_policy_id)"
-    )
-    op.execute(
-        "UPDATE jobs j SET schedule_id = NULL WHERE schedule_id IS NOT NULL "
-        "AND NOT EXISTS (SELECT 1 FROM scheduled_jobs s WHERE s.id = j.schedule_id)"
-    )
     for name, column, parent, ondelete in REPLACED_FKS:
+        # Rows the triggers' era left without a parent would fail the key: none should exist
+        # (the triggers keep the same promises), but a hand-written row might; do what the key
+        # would have done on the parent's delete.
+        orphaned = f"NOT EXISTS (SELECT 1 FROM {parent} p WHERE p.id = j.{column})"
+        if ondelete == "CASCADE":
+            op.execute(f"DELETE FROM jobs j WHERE {orphaned}")
+        else:
+            op.execute(
+                f"UPDATE jobs j SET {column} = NULL WHERE {column} IS NOT NULL AND {orphaned}"
+            )
         op.create_foreign_key(name, "jobs", parent, [column], ["id"], ondelete=ondelete)
