@@ -30,14 +30,15 @@ async def test_the_variant_applies_to_the_migrated_schema(
     await tx.start()
     try:
         await db.execute(variant.read_text())
-        # It changed something: an index, a trigger or a setting of either.
+        # It changed something: an index, a trigger, a key or a setting of either.
         assert await _schema(db) != before
     finally:
         await tx.rollback()
 
 
 async def _schema(db: asyncpg.Connection[Any]) -> list[Any]:
-    """The indexes and triggers of the engine's tables, with their definitions and options."""
+    """The indexes and triggers of the engine's tables, with their definitions and options, and
+    every constraint on `jobs` or referencing it (a foreign key's own triggers are internal)."""
     return [
         tuple(r)
         for r in await db.fetch(
@@ -49,6 +50,10 @@ async def _schema(db: asyncpg.Connection[Any]) -> list[Any]:
             SELECT 'trigger', t.tgname, pg_get_triggerdef(t.oid), NULL
             FROM pg_trigger t
             WHERE t.tgrelid = 'jobs'::regclass AND NOT t.tgisinternal
+            UNION ALL
+            SELECT 'constraint', k.conname, pg_get_constraintdef(k.oid), NULL
+            FROM pg_constraint k
+            WHERE 'jobs'::regclass IN (k.conrelid, k.confrelid)
             ORDER BY 1, 2, 3
             """
         )
