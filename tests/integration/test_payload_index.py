@@ -42,12 +42,7 @@ async def _pending(db: asyncpg.Connection[Any]) -> int:
 async def test_a_claim_and_a_running_mark_write_no_payload_entry(
     db: asyncpg.Connection[Any], index: str
 ) -> None:
-    available = await db.fetchval(
-        "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgstattuple'"
-    )
-    if not available:  # the pgserver wheel has no contrib modules; the system's server has
-        prerequisites.missing("pgstattuple is not installed (Debian: postgresql's contrib)")
-    await db.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+    await prerequisites.contrib_extension(db, "pgstattuple")
     await db.execute("ALTER TABLE jobs SET (autovacuum_enabled = false)")  # keeps the list
     if index != "as migrated":
         await db.execute(FULL_PAYLOAD_INDEX)
