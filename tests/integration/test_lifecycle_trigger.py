@@ -38,7 +38,8 @@ async def _heap_locks(db: asyncpg.Connection[Any], write: Callable[[], Awaitable
         await write()
     return int(
         await db.fetchval(
-            """SELECT count(*) FROM pg_get_wal_records_info_till_end_of_wal($1::text::pg_lsn)
+            """SELECT count(*)
+               FROM pg_get_wal_records_info($1::text::pg_lsn, pg_current_wal_flush_lsn())
                WHERE xid::text = $2 AND resource_manager = 'Heap' AND record_type = 'LOCK'
                  AND block_ref LIKE '%/' || pg_relation_filenode('jobs') || ' %'""",
             start,
