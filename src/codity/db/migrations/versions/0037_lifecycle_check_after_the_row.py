@@ -18,8 +18,9 @@ with constraint name `jobs_lifecycle`, at the end of the statement instead of be
 written, so the statement fails and writes nothing all the same. Counted with callgrind
 (bench/server_instructions.py, thousands of instructions): the batch drain's claim + completion
 262.6 -> 257.4 a job, a one-job claim 1,118.1 -> 1,114.6, a one-job completion 718.9 -> 715.2.
-tests/integration/test_lifecycle_trigger.py counts the completion's WAL lock records (none) and
-still tries every (from, to) pair through tests/integration/test_schema.py.
+tests/integration/test_lifecycle_trigger.py counts the heap LOCK records a running mark, a
+heartbeat and a completion write (none; three a write with the old trigger), and
+tests/integration/core/test_core_operations.py still tries every (from, to) pair against the map.
 """
 
 from __future__ import annotations
