@@ -1,9 +1,10 @@
 """What a fault suite does when something it needs is missing (the system's pg_ctl for a
 cluster it can stop and start, Debian's pgbouncer, the server's contrib modules for
 tests/integration/test_payload_index.py and test_lifecycle_trigger.py): on a laptop it skips,
-saying what to install; under `CODITY_REQUIRE_FAULT_SUITES=1` (`.ci/run` sets it) it FAILS, so CI cannot go
-green with the chaos, restart, outage or PgBouncer suite silently not run. The browser suite
-has the same switch of its own (`CODITY_REQUIRE_BROWSER_SUITE`, tests/e2e/conftest.py)."""
+saying what to install; under `CODITY_REQUIRE_FAULT_SUITES=1` (`.ci/run` sets it) it FAILS,
+so CI cannot go green with the chaos, restart, outage or PgBouncer suite silently not run. The
+browser suite has the same switch of its own (`CODITY_REQUIRE_BROWSER_SUITE`,
+tests/e2e/conftest.py)."""
 
 from __future__ import annotations
 

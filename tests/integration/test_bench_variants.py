@@ -14,7 +14,13 @@ from typing import Any
 import asyncpg
 import pytest
 
-VARIANTS = sorted((Path(__file__).resolve().parents[2] / "bench" / "variants").glob("*.sql"))
+VARIANTS_DIR = Path(__file__).resolve().parents[2] / "bench" / "variants"
+VARIANTS = sorted(VARIANTS_DIR.glob("*.sql"))
+
+
+def variant_sql(name: str) -> str:
+    """The SQL of one variant: the twin a test compares the schema as migrated with."""
+    return (VARIANTS_DIR / name).read_text()
 
 
 def test_there_are_variants() -> None:

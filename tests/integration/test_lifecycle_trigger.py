@@ -11,20 +11,18 @@ still refused or allowed as the map says: test_core_operations.py, edge for edge
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from tests import prerequisites
 from tests.factories import make_queue, make_worker
+from tests.integration.test_bench_variants import variant_sql
 
 from codity import core
 
 #: The trigger as it was before migration 0037 (BEFORE UPDATE): the benchmarks' variant.
-BEFORE_ROW_TRIGGER = (
-    Path(__file__).resolve().parents[2] / "bench" / "variants" / "lifecycle_before_row.sql"
-).read_text()
+BEFORE_ROW_TRIGGER = variant_sql("lifecycle_before_row.sql")
 JOBS = 3
 
 
@@ -33,14 +31,14 @@ async def _heap_locks(db: asyncpg.Connection[Any], write: Callable[[], Awaitable
     WAL (the heartbeat also locks its worker's row)."""
     async with db.transaction():
         await db.execute("SET LOCAL synchronous_commit = on")  # flushed, so readable at commit
-        xid = await db.fetchval("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text")
+        xid = await db.fetchval("SELECT pg_current_xact_id()::xid")
         start = await db.fetchval("SELECT pg_current_wal_insert_lsn()::text")
         await write()
     return int(
         await db.fetchval(
             """SELECT count(*)
                FROM pg_get_wal_records_info($1::text::pg_lsn, pg_current_wal_flush_lsn())
-               WHERE xid::text = $2 AND resource_manager = 'Heap' AND record_type = 'LOCK'
+               WHERE xid = $2 AND resource_manager = 'Heap' AND record_type = 'LOCK'
                  AND block_ref LIKE '%/' || pg_relation_filenode('jobs') || ' %'""",
             start,
             xid,

@@ -7,13 +7,13 @@ to its pending list first (fastupdate), one pending tuple per row version."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from tests import prerequisites
 from tests.factories import make_queue, make_worker
+from tests.integration.test_bench_variants import variant_sql
 from tests.integration.test_generic_plans import _generic_plan
 
 from codity import core
@@ -24,9 +24,7 @@ from codity.devtools import explain
 from codity.domain.states import JobStatus
 
 #: The index as it was before migration 0035, every job in it: the benchmarks' variant.
-FULL_PAYLOAD_INDEX = (
-    Path(__file__).resolve().parents[2] / "bench" / "variants" / "payload_gin_full.sql"
-).read_text()
+FULL_PAYLOAD_INDEX = variant_sql("payload_gin_full.sql")
 #: The API's connections keep generic plans as PostgreSQL chooses; this forces the one it may.
 API_GENERIC_PLAN = "SET plan_cache_mode = force_generic_plan"
 #: Large enough that the one-condition twin's generic plan walks the primary key (it still reads
