@@ -26,6 +26,7 @@ from tests.factories import (
 from tests.waiting import wait_for
 
 from codity.api.bulk_runner import run_chunk
+from codity.db.pool import connect
 from codity.domain.states import MemberRole
 
 CHUNK = 2000
@@ -348,14 +349,18 @@ async def test_an_action_left_by_a_dead_process_is_resumed_from_its_position(
             return bool((await api.get(f"/bulk-actions/{bulk_id}")).json()["chunks"])
 
         await wait_for(one_chunk, what="the first chunk")
-    # Jobs enqueued after the action was created are not part of it.
+    # No process runs the action now: its row is as A left it. Jobs enqueued after the action
+    # was created are not part of it; they are made before B starts, which may resume the
+    # action at once (its row is stale 300 ms after A's last beat).
+    conn = await connect(database_url)
+    try:
+        row = await conn.fetchrow("SELECT status, chunks FROM bulk_actions WHERE id = $1", bulk_id)
+        later = await make_jobs(conn, queue_id, 50)
+    finally:
+        await conn.close()
+    assert (row["status"], row["chunks"]) == ("running", 1)
     async with live_app(database_url, BULK_ACTION_PAUSE_MS=0, BULK_ACTION_STALE_MS=300) as b:
         api.client, api.pool = b.client, b.pool
-        row = await b.pool.fetchrow(
-            "SELECT status, chunks FROM bulk_actions WHERE id = $1", bulk_id
-        )
-        assert (row["status"], row["chunks"]) == ("running", 1)
-        later = await make_jobs(b.pool, queue_id, 50)
         final = await _finished(api, bulk_id)
         assert final["status"] == "completed"
         # Resumed after the first chunk: nothing walked twice (skipped would count it), no

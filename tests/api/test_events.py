@@ -230,7 +230,8 @@ async def test_one_listen_connection_for_many_browsers_and_a_resync_after_it_dro
     async with contextlib.AsyncExitStack() as stack:
         streams = [await stack.enter_async_context(subscribe(api)) for _ in range(20)]
         listeners = await server.pool.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'codity-api-events'"
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = 'codity-api-events' AND datname = current_database()"
         )
         assert listeners == 1
         await core.enqueue(server.pool, queue_id, core.NewJob("noop"))
@@ -239,7 +240,7 @@ async def test_one_listen_connection_for_many_browsers_and_a_resync_after_it_dro
         # The listener's connection dies: every browser is told to refetch, then events resume.
         await server.pool.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = 'codity-api-events'"
+            "WHERE application_name = 'codity-api-events' AND datname = current_database()"
         )
         for s in streams:
             await s.wait_for(lambda k, d: k == RESYNC, timeout=10)

@@ -30,7 +30,7 @@ async def _blocked_jobs_read(app: FastAPI, db: asyncpg.Connection[Any]) -> Any:
             # The statement was cancelled, not left waiting behind the lock.
             waiting = await db.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'codity-api'"
-                " AND wait_event_type = 'Lock'"
+                " AND wait_event_type = 'Lock' AND datname = current_database()"
             )
             settings = await app.state.pool.fetchrow(
                 "SELECT current_setting('statement_timeout') AS timeout,"

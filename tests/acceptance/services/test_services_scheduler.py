@@ -54,7 +54,8 @@ async def test_three_replicas_one_job_per_occurrence_and_a_missed_run_fires_once
 
     async def replicas_up() -> bool:
         n = await db.fetchval(
-            "SELECT count(DISTINCT pid) FROM pg_stat_activity WHERE application_name = 'codity-scheduler'"
+            "SELECT count(DISTINCT pid) FROM pg_stat_activity"
+            " WHERE application_name = 'codity-scheduler' AND datname = current_database()"
         )
         return n >= 3
 

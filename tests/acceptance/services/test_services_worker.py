@@ -64,7 +64,8 @@ async def test_sigkill_mid_job_is_reaped_refunded_and_completed_elsewhere(
     await wait_workers(db, 2)
     await wait_for(
         lambda: db.fetchval(
-            "SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'codity-scheduler'"
+            "SELECT count(*) > 0 FROM pg_stat_activity"
+            " WHERE application_name = 'codity-scheduler' AND datname = current_database()"
         ),
         what="the scheduler",
     )
