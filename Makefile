@@ -7,7 +7,7 @@ SYNCED := $(VENV)/.synced
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: setup demo test test-fast chaos rate-limit lint format web explain bench clean api-clients
+.PHONY: setup demo test chaos rate-limit lint format web explain clean api-clients
 
 setup: $(SYNCED)
 
@@ -21,10 +21,15 @@ demo: setup web
 	$(VENV)/bin/codity db demo
 	$(VENV)/bin/codity up
 
+# The suite on TEST_WORKERS processes (pytest-xdist), each test file whole on one of them: a file's
+# tests share its fixtures (the browser suite's stack), and most of the suite's time is waiting
+# on real processes, timers and outages, which the other process fills (ADR-32).
+TEST_WORKERS ?= 2
+
 test: setup web
 	@command -v chromium >/dev/null || test -x "$$CODITY_CHROMIUM" || echo "!!!!!! BROWSER SUITE WILL NOT RUN: chromium is not on PATH (apt-get install -y chromium) !!!!!!"
 	@test -f web/dist/index.html || echo "!!!!!! BROWSER SUITE WILL NOT RUN: the dashboard is not built (web/dist/index.html missing) !!!!!!"
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The chaos suite's long version: 10 minutes of faults (the 30 s version runs in `make test`).
 # CODITY_CHAOS_SEED=N replays a schedule; CODITY_CHAOS_S=N changes the length.
