@@ -22,12 +22,7 @@ import asyncpg
 
 from codity.cli._loop import run as run_loop
 from codity.cli.bench import bench_server
-from codity.cli.benchmarks import (
-    _CEILING_CLAIM,
-    _CEILING_COMPLETE,
-    _CEILING_DDL,
-    empty_database,
-)
+from codity.cli.benchmarks import _CEILING_CLAIM, _CEILING_COMPLETE, empty_database, fill_ceiling
 from codity.db.dsn import plain_dsn
 
 #: The ceiling's completion (of $3, worker $1) as CTEs, then its claim (of $2 for worker $1).
@@ -45,16 +40,7 @@ async def drain(
     url: str, jobs: int, loops: int, batch: int, *, combined: bool
 ) -> tuple[float, int]:
     """The drain's rate, and how many of its statements were rolled back by a deadlock."""
-    conn = await asyncpg.connect(plain_dsn(url))
-    try:
-        await conn.execute("DROP TABLE IF EXISTS ceiling_exec, ceiling_jobs")
-        await conn.execute(_CEILING_DDL)
-        await conn.copy_records_to_table(
-            "ceiling_jobs", records=[(1, "queued")] * jobs, columns=["queue_id", "status"]
-        )
-        await conn.execute("VACUUM ANALYZE ceiling_jobs")
-    finally:
-        await conn.close()
+    await fill_ceiling(url, jobs)
 
     async def loop(k: int) -> int:
         c = await asyncpg.connect(plain_dsn(url))

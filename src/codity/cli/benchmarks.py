@@ -658,20 +658,25 @@ SELECT id, attempt, 'completed', claimed_at, now() FROM d
 """
 
 
+async def fill_ceiling(url: str, jobs: int, ddl: str = _CEILING_DDL) -> None:
+    """The ceiling's tables made anew in `url` (`ddl`: the ceiling's, or a variant of it for
+    bench/ probes), with `jobs` queued jobs, vacuumed and analysed."""
+    conn = await asyncpg.connect(plain_dsn(url))
+    try:
+        await conn.execute("DROP TABLE IF EXISTS ceiling_exec, ceiling_jobs")
+        await conn.execute(ddl)
+        await conn.copy_records_to_table(
+            "ceiling_jobs", records=[(1, "queued")] * jobs, columns=["queue_id", "status"]
+        )
+        await conn.execute("VACUUM ANALYZE ceiling_jobs")
+    finally:
+        await conn.close()
+
+
 async def ceiling(server_url: str, jobs: int, loops: int, batch: int) -> Throughput:
     """The raw-SQL ceiling on this machine, measured like `engine` (same loops, same batch)."""
     async with empty_database(server_url, "codity_ceiling") as url:
-        conn = await asyncpg.connect(plain_dsn(url))
-        try:
-            await conn.execute(_CEILING_DDL)
-            await conn.copy_records_to_table(
-                "ceiling_jobs",
-                records=[(1, "queued") for _ in range(jobs)],
-                columns=["queue_id", "status"],
-            )
-            await conn.execute("VACUUM ANALYZE ceiling_jobs")
-        finally:
-            await conn.close()
+        await fill_ceiling(url, jobs)
 
         async def loop(k: int) -> int:
             c = await asyncpg.connect(plain_dsn(url))
