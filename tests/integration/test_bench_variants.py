@@ -36,15 +36,16 @@ async def test_the_variant_applies_to_the_migrated_schema(
     await tx.start()
     try:
         await db.execute(variant.read_text())
-        # It changed something: an index, a trigger, a key or a setting of either.
+        # It changed something: an index, a trigger, a key, or a setting of one or of a table.
         assert await _schema(db) != before
     finally:
         await tx.rollback()
 
 
 async def _schema(db: asyncpg.Connection[Any]) -> list[Any]:
-    """The indexes and triggers of the engine's tables, with their definitions and options, and
-    every constraint on `jobs` or referencing it (a foreign key's own triggers are internal)."""
+    """The indexes and triggers of the engine's tables, with their definitions and options, the
+    tables' own options, and every constraint on `jobs` or referencing it (a foreign key's own
+    triggers are internal)."""
     return [
         tuple(r)
         for r in await db.fetch(
@@ -60,6 +61,10 @@ async def _schema(db: asyncpg.Connection[Any]) -> list[Any]:
             SELECT 'constraint', k.conname, pg_get_constraintdef(k.oid), NULL
             FROM pg_constraint k
             WHERE 'jobs'::regclass IN (k.conrelid, k.confrelid)
+            UNION ALL
+            SELECT 'table', c.relname, NULL, c.reloptions::text
+            FROM pg_class c
+            WHERE c.oid IN ('jobs'::regclass, 'job_executions'::regclass)
             ORDER BY 1, 2, 3
             """
         )
