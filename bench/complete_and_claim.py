@@ -22,7 +22,7 @@ import asyncpg
 
 from codity.cli._loop import run as run_loop
 from codity.cli.bench import bench_server
-from codity.cli.benchmarks import _CEILING_CLAIM, _CEILING_COMPLETE, empty_database, fill_ceiling
+from codity.cli.benchmarks import _CEILING_CLAIM, drain_ceiling, empty_database, fill_ceiling
 from codity.db.dsn import plain_dsn
 
 #: The ceiling's completion (of $3, worker $1) as CTEs, then its claim (of $2 for worker $1).
@@ -41,16 +41,15 @@ async def drain(
 ) -> tuple[float, int]:
     """The drain's rate, and how many of its statements were rolled back by a deadlock."""
     await fill_ceiling(url, jobs)
+    if not combined:
+        two = await drain_ceiling(url, loops, batch)
+        assert two.jobs == jobs, two
+        return two.jobs_per_s, 0
 
     async def loop(k: int) -> int:
         c = await asyncpg.connect(plain_dsn(url))
         worker, done = f"w{k}", 0
         try:
-            if not combined:
-                while rows := await c.fetch(_CEILING_CLAIM, worker, batch):
-                    await c.execute(_CEILING_COMPLETE, [r[0] for r in rows], worker)
-                    done += len(rows)
-                return done
             previous: list[int] = []
             while True:
                 try:

@@ -18,8 +18,9 @@ fencing, no triggers; `fillfactor = 80` as `jobs` has, or `--fillfactor N`):
   (`status = 'queued'` is checked on the row), as the redesign's claim would. The completion
   writes two entries in either shape.
 
-The two take turns run by run; prints the medians, their ratio, and the share of the claims'
-updates that were HOT (`pg_stat_user_tables`). Measures, asserts nothing.
+The two take turns run by run; prints the medians, their ratio, and the share of the table's
+updates (claims and completions) that were HOT (`pg_stat_user_tables`). Measures, asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import time
 
 import asyncpg
 
@@ -37,6 +37,7 @@ from codity.cli.benchmarks import (
     _CEILING_CLAIM,
     _CEILING_COMPLETE,
     _CEILING_DDL,
+    drain_ceiling,
     empty_database,
     fill_ceiling,
 )
@@ -108,32 +109,28 @@ async def drain(
     """The drain's rate, and the share of `ceiling_jobs`' updates that were HOT."""
     ddl, claim, complete = SHAPES[shape]
     await fill_ceiling(url, jobs, ddl.replace("{fillfactor}", str(fillfactor)))
+    drained = await drain_ceiling(url, loops, batch, claim, complete)
+    assert drained.jobs == jobs, drained
+    return drained.jobs_per_s, await _hot_share(url, updates=2 * jobs)
 
-    async def loop(k: int) -> int:
-        c = await asyncpg.connect(plain_dsn(url))
-        worker, done = f"w{k}", 0
-        try:
-            while rows := await c.fetch(claim, worker, batch):
-                await c.execute(complete, [r[0] for r in rows], worker)
-                done += len(rows)
-            return done
-        finally:
-            await c.close()
 
-    started = time.perf_counter()
-    counts = await asyncio.gather(*(loop(k) for k in range(loops)))
-    rate = sum(counts) / (time.perf_counter() - started)
-    assert sum(counts) == jobs, counts
+async def _hot_share(url: str, updates: int) -> float:
+    """The share of `ceiling_jobs`' `updates` updates (a claim and a completion a job) that were
+    HOT. A backend reports its counters when its connection ends, which the drain's client does
+    not wait for: the read waits (up to 5 s) until all of them are in."""
     conn = await asyncpg.connect(plain_dsn(url))
     try:
-        await asyncio.sleep(0.6)  # the statistics collector's report interval (500 ms)
-        row = await conn.fetchrow(
-            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
-            " WHERE relname = 'ceiling_jobs'"
-        )
+        for _ in range(100):
+            row = await conn.fetchrow(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+                " WHERE relname = 'ceiling_jobs'"
+            )
+            if row["n_tup_upd"] >= updates:
+                return float(row["n_tup_hot_upd"] / row["n_tup_upd"])
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"only {row['n_tup_upd']} of {updates} updates counted after 5 s")
     finally:
         await conn.close()
-    return rate, row["n_tup_hot_upd"] / max(row["n_tup_upd"], 1)
 
 
 async def measure(server: str, args: argparse.Namespace) -> None:

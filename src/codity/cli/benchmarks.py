@@ -673,25 +673,38 @@ async def fill_ceiling(url: str, jobs: int, ddl: str = _CEILING_DDL) -> None:
         await conn.close()
 
 
+async def drain_ceiling(
+    url: str,
+    loops: int,
+    batch: int,
+    claim: str = _CEILING_CLAIM,
+    complete: str = _CEILING_COMPLETE,
+) -> Throughput:
+    """`loops` connections, each claiming `batch` jobs (`claim`: $1 worker, $2 limit) and
+    completing them (`complete`: $1 ids, $2 worker) until the table is dry: the ceiling's
+    drain, or a bench/ probe's variant of its statements."""
+
+    async def loop(k: int) -> int:
+        c = await asyncpg.connect(plain_dsn(url))
+        done = 0
+        try:
+            while rows := await c.fetch(claim, f"w{k}", batch):
+                await c.execute(complete, [r[0] for r in rows], f"w{k}")
+                done += len(rows)
+        finally:
+            await c.close()
+        return done
+
+    started = time.perf_counter()
+    counts = await asyncio.gather(*(loop(k) for k in range(loops)))
+    return Throughput(jobs=sum(counts), seconds=time.perf_counter() - started)
+
+
 async def ceiling(server_url: str, jobs: int, loops: int, batch: int) -> Throughput:
     """The raw-SQL ceiling on this machine, measured like `engine` (same loops, same batch)."""
     async with empty_database(server_url, "codity_ceiling") as url:
         await fill_ceiling(url, jobs)
-
-        async def loop(k: int) -> int:
-            c = await asyncpg.connect(plain_dsn(url))
-            done = 0
-            try:
-                while rows := await c.fetch(_CEILING_CLAIM, f"w{k}", batch):
-                    await c.execute(_CEILING_COMPLETE, [r[0] for r in rows], f"w{k}")
-                    done += len(rows)
-            finally:
-                await c.close()
-            return done
-
-        started = time.perf_counter()
-        counts = await asyncio.gather(*(loop(k) for k in range(loops)))
-        return Throughput(jobs=sum(counts), seconds=time.perf_counter() - started)
+        return await drain_ceiling(url, loops, batch)
 
 
 # ---------------------------------------------------------------------------- history
