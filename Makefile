@@ -22,8 +22,8 @@ demo: setup web
 	$(VENV)/bin/codity up
 
 # The suite on TEST_WORKERS processes (pytest-xdist), each test file whole on one of them: a file's
-# tests share its fixtures (the browser suite's stack), and most of the suite's time is waiting
-# on real processes, timers and outages, which the other process fills (ADR-32).
+# tests share its fixtures (the browser suite's stack). Its longest tests mostly wait (real
+# processes, timers, a 30 s outage), and the other process uses that time (ADR-32).
 TEST_WORKERS ?= 2
 
 test: setup web
